@@ -1,0 +1,412 @@
+"""Explaining a divergence: turn the events left unmatched into witnessed divergences.
+
+The online matcher decides *whether* the streams are equivalent, at the earliest event that
+proves they are not. Saying *what* went wrong needs to look further ahead, so it is done
+once, over the events that stayed unmatched (matched events form consistent prefixes).
+
+1. Barriers (events dependent with everything) are aligned first; the barriers matched on
+   both sides cut the streams into *units*, so a lost barrier merges two units instead of
+   shifting every later event.
+2. Within a unit, events are grouped by *chain* (the form's mutually ordered sets, e.g. one
+   key). A chain's two sides are aligned with Myers' diff under the equality; unordered
+   events are paired as multisets.
+3. If chains can depend on each other, matched pairs whose dependent order differs are
+   reorderings (the events in most inversions are taken out first).
+4. An unmatched reference event equal to an unmatched candidate event has moved: a
+   reordering. Unmatched events in the same gap of a chain, or similar enough (at most half
+   their columns differ), are a corruption. What remains is loss (reference) or duplication
+   (candidate).
+
+This is exact for any single lost, duplicated, moved or altered event, and a readable
+account otherwise.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+from matcher.dependence import Dependence
+from matcher.diff import align
+from matcher.equality import Equality
+from matcher.pools import Entry
+from matcher.verdict import Divergence, Kind
+
+Group = tuple[int, Hashable]  # (unit between matched barriers, chain); chain None: unordered
+
+MAX_ORDER_CHECK = 2_000
+MAX_SIMILARITY_PAIRING = 2_000
+MAX_BARRIER_TRIALS = 32
+
+BARRIER_GROUP: tuple[int, Hashable] = (-1, ("barrier",))
+
+
+@dataclass(slots=True, eq=False)
+class _Loose:
+    """An unmatched event awaiting classification."""
+
+    entry: Entry
+    gap: tuple[Group, int]  # its group, and which gap between matches in that group
+    near: int | None  # the other stream's position where it would stand
+
+
+@dataclass(slots=True)
+class _Pairing:
+    """What pairing has found so far: matched pairs, and each side's unmatched events."""
+
+    pairs: list[tuple[Entry, Entry, Group | None]]
+    loose_ref: list[_Loose] = field(default_factory=list)
+    loose_cand: list[_Loose] = field(default_factory=list)
+
+
+class Classifier:
+    """Explains the unmatched events of one finished comparison (see the module doc)."""
+
+    def __init__(self, dependence: Dependence, equality: Equality, lengths: Sequence[int]) -> None:
+        self.dependence = dependence
+        self.equality = equality
+        self.lengths = lengths  # the streams' lengths so far (a live view while matching)
+
+    def equal_entries(self, x: Entry, y: Entry) -> bool:
+        return self.equality.equal(x.event, y.event)
+
+    def classify(self, reference: list[Entry], candidate: list[Entry]) -> list[Divergence]:
+        dep = self.dependence
+        if not dep.has_barriers:
+            return self._explain(([], []), (reference, candidate), [])
+        barriers: tuple[list[Entry], list[Entry]] = ([], [])
+        events: tuple[list[Entry], list[Entry]] = ([], [])
+        for side, entries in enumerate((reference, candidate)):
+            for e in entries:
+                (barriers if dep.is_barrier(e.event) else events)[side].append(e)
+        # Equally long alignments of the barriers can explain the events differently, and a
+        # moved barrier makes every event it crossed look reordered: try the alignments
+        # found from either end, each less one matched barrier at a time, and keep the
+        # explanation with the fewest divergences.
+        best: list[Divergence] | None = None
+        for kept in (self._matched_barriers(barriers), self._matched_barriers(barriers, True)):
+            trials = [kept]
+            if len(kept) <= MAX_BARRIER_TRIALS:
+                trials += [[p for p in kept if p is not pair] for pair in kept]
+            for trial_kept in trials:
+                trial = self._explain(barriers, events, trial_kept)
+                if best is None or len(trial) < len(best):
+                    best = trial
+        assert best is not None
+        return best
+
+    def _matched_barriers(
+        self, barriers: tuple[list[Entry], list[Entry]], from_end: bool = False
+    ) -> list[tuple[Entry, Entry]]:
+        ref, cand = barriers
+        if from_end:
+            ref, cand = ref[::-1], cand[::-1]
+        ops = align(ref, cand, self.equal_entries)
+        kept = [(ref[i], cand[j]) for i, j in ops if i is not None and j is not None]
+        return kept[::-1] if from_end else kept
+
+    def _explain(
+        self,
+        barriers: tuple[list[Entry], list[Entry]],
+        events: tuple[list[Entry], list[Entry]],
+        matched_barriers: list[tuple[Entry, Entry]],
+    ) -> list[Divergence]:
+        """Classify with ``matched_barriers`` cutting the streams into units."""
+        dep = self.dependence
+        paired = _Pairing([(r, c, BARRIER_GROUP) for r, c in matched_barriers])
+        units = ([r.pos for r, _ in matched_barriers], [c.pos for _, c in matched_barriers])
+        matched = {id(e) for pair in matched_barriers for e in pair}
+        for side, loose in ((0, paired.loose_ref), (1, paired.loose_cand)):
+            for e in barriers[side]:
+                if id(e) not in matched:
+                    gap = bisect.bisect(units[side], e.pos)
+                    loose.append(_Loose(e, (BARRIER_GROUP, gap), None))
+
+        groups: dict[Group, tuple[list[Entry], list[Entry]]] = {}
+        for side in (0, 1):
+            for e in events[side]:
+                group = (bisect.bisect(units[side], e.pos), dep.chain(e.event))
+                groups.setdefault(group, ([], []))[side].append(e)
+        for group, (ref, cand) in groups.items():
+            if group[1] is None:
+                self._pair_multiset(group, ref, cand, paired)
+            else:
+                self._align_chain(group, ref, cand, paired)
+        pairs, loose_ref, loose_cand = paired.pairs, paired.loose_ref, paired.loose_cand
+        self._place(loose_ref, loose_cand, pairs, units)
+
+        found: list[Divergence] = []
+        if not dep.chains_independent:
+            found.extend(self._order_violations(pairs))
+        found.extend(self._moved(loose_ref, loose_cand, pairs))
+        found.extend(self._corruptions(loose_ref, loose_cand))
+        found.extend(self._single("loss", x) for x in loose_ref)
+        found.extend(self._single("duplication", y) for y in loose_cand)
+        found.sort(key=Divergence.sort_key)
+        return found
+
+    def _place(
+        self,
+        loose_ref: list[_Loose],
+        loose_cand: list[_Loose],
+        pairs: list[tuple[Entry, Entry, Group | None]],
+        units: tuple[list[int], list[int]],
+    ) -> None:
+        """Say where each unmatched event would stand in the other stream.
+
+        Before the first matched event that follows it and depends on it (matched events that
+        precede it all came first, since matching keeps prefixes), else at the other
+        stream's end: putting a single lost event back there restores equivalence. Past
+        ``MAX_ORDER_CHECK`` pairs, a cheaper bound: before its chain's next matched event
+        and the barrier closing its unit.
+        """
+        depends = self.dependence.depends
+        exact = len(pairs) <= MAX_ORDER_CHECK
+        for side, loose in ((0, loose_ref), (1, loose_cand)):
+            other = 1 - side
+            ends = sorted(((r, c) for r, c, _ in pairs), key=lambda pair: pair[side].pos)
+            positions = [pair[side].pos for pair in ends]
+            for x in loose:
+                if exact:
+                    start = bisect.bisect(positions, x.entry.pos)
+                    x.near = min(
+                        (
+                            pair[other].pos
+                            for pair in ends[start:]
+                            if depends(x.entry.event, pair[side].event)
+                        ),
+                        default=self.lengths[other],
+                    )
+                    continue
+                unit = bisect.bisect(units[side], x.entry.pos)
+                closing = units[other][unit] if unit < len(units[other]) else self.lengths[other]
+                x.near = min(self.lengths[other] if x.near is None else x.near, closing)
+
+    # -- step 2: pairing within chains -------------------------------------------------
+
+    def _align_chain(
+        self,
+        group: Group,
+        ref: list[Entry],
+        cand: list[Entry],
+        found: _Pairing,
+    ) -> None:
+        gap = 0
+        ops = align(ref, cand, self.equal_entries)
+        next_cand = _next_positions([j for _, j in ops], cand, self.lengths[1])
+        next_ref = _next_positions([i for i, _ in ops], ref, self.lengths[0])
+        for index, (i, j) in enumerate(ops):
+            if i is not None and j is not None:
+                found.pairs.append((ref[i], cand[j], group))
+                gap += 1
+            elif i is not None:
+                found.loose_ref.append(_Loose(ref[i], (group, gap), next_cand[index]))
+            elif j is not None:
+                found.loose_cand.append(_Loose(cand[j], (group, gap), next_ref[index]))
+
+    def _pair_multiset(
+        self,
+        group: Group,
+        ref: list[Entry],
+        cand: list[Entry],
+        found: _Pairing,
+    ) -> None:
+        buckets: dict[Hashable, list[Entry]] = {}
+        for y in cand:
+            buckets.setdefault(self.equality.canonical(y.event), []).append(y)
+        for x in ref:
+            bucket = buckets.get(self.equality.canonical(x.event), [])
+            for i, y in enumerate(bucket):
+                if self.equality.equal(x.event, y.event):
+                    found.pairs.append((x, bucket.pop(i), None))
+                    break
+            else:
+                found.loose_ref.append(_Loose(x, (group, 0), None))
+        leftover = sorted((y for bucket in buckets.values() for y in bucket), key=lambda e: e.pos)
+        found.loose_cand.extend(_Loose(y, (group, 0), None) for y in leftover)
+
+    # -- step 3: dependent pairs in the opposite order ---------------------------------
+
+    def _order_violations(self, pairs: list[tuple[Entry, Entry, Group | None]]) -> list[Divergence]:
+        if len(pairs) > MAX_ORDER_CHECK:
+            return []
+        depends = self.dependence.depends
+        ordered = sorted(pairs, key=lambda p: p[0].pos)
+        inversions: dict[int, set[int]] = {}
+        for i, (ri, ci, gi) in enumerate(ordered):
+            for j in range(i + 1, len(ordered)):
+                rj, cj, gj = ordered[j]
+                if ci.pos > cj.pos and (gi is None or gi != gj) and depends(ri.event, rj.event):
+                    inversions.setdefault(i, set()).add(j)
+                    inversions.setdefault(j, set()).add(i)
+        found = []
+        while inversions:
+            worst = max(inversions, key=lambda i: (len(inversions[i]), -i))
+            partners = inversions.pop(worst)
+            for other in partners:
+                inversions[other].discard(worst)
+                if not inversions[other]:
+                    del inversions[other]
+            ref, cand, _ = ordered[worst]
+            partner_ref, partner_cand, _ = ordered[min(partners)]
+            found.append(
+                Divergence(
+                    "reordering",
+                    self.dependence.key(ref.event),
+                    ref.pos,
+                    cand.pos,
+                    ref.event,
+                    cand.event,
+                    partner_reference_position=partner_ref.pos,
+                    partner_candidate_position=partner_cand.pos,
+                )
+            )
+        return found
+
+    # -- step 4: moved, corrupted, lost and extra events -------------------------------
+
+    def _moved(
+        self,
+        loose_ref: list[_Loose],
+        loose_cand: list[_Loose],
+        pairs: list[tuple[Entry, Entry, Group | None]],
+    ) -> list[Divergence]:
+        found = []
+        buckets: dict[Hashable, list[_Loose]] = {}
+        for y in loose_cand:
+            buckets.setdefault(self.equality.canonical(y.entry.event), []).append(y)
+        for x in list(loose_ref):
+            bucket = buckets.get(self.equality.canonical(x.entry.event), [])
+            for i, y in enumerate(bucket):
+                if self.equality.equal(x.entry.event, y.entry.event):
+                    del bucket[i]
+                    loose_ref.remove(x)
+                    loose_cand.remove(y)
+                    partner = self._crossed(x.entry, y.entry, pairs)
+                    found.append(
+                        Divergence(
+                            "reordering",
+                            self.dependence.key(x.entry.event),
+                            x.entry.pos,
+                            y.entry.pos,
+                            x.entry.event,
+                            y.entry.event,
+                            partner_reference_position=partner and partner[0].pos,
+                            partner_candidate_position=partner and partner[1].pos,
+                        )
+                    )
+                    break
+        return found
+
+    def _crossed(
+        self, x: Entry, y: Entry, pairs: list[tuple[Entry, Entry, Group | None]]
+    ) -> tuple[Entry, Entry] | None:
+        """The matched dependent event nearest to ``x`` that ``x`` moved across, if any."""
+        if len(pairs) > MAX_ORDER_CHECK:
+            return None
+        depends = self.dependence.depends
+        best: tuple[Entry, Entry] | None = None
+        for r, c, _ in pairs:
+            crossed = (r.pos < x.pos) != (c.pos < y.pos)
+            nearer = best is None or abs(r.pos - x.pos) < abs(best[0].pos - x.pos)
+            if crossed and nearer and depends(x.event, r.event):
+                best = (r, c)
+        return best
+
+    def _corruptions(self, loose_ref: list[_Loose], loose_cand: list[_Loose]) -> list[Divergence]:
+        found = []
+        by_gap: dict[tuple[Group, int], list[_Loose]] = {}
+        for y in loose_cand:
+            by_gap.setdefault(y.gap, []).append(y)
+        for x in list(loose_ref):
+            candidates = by_gap.get(x.gap)
+            if candidates and (x.gap[0][1] is not None or self._similar(x, candidates[0])):
+                y = candidates.pop(0)
+                found.append(self._corruption(x, y, loose_ref, loose_cand))
+        if len(loose_ref) <= MAX_SIMILARITY_PAIRING and len(loose_cand) <= MAX_SIMILARITY_PAIRING:
+            for x in list(loose_ref):
+                for y in loose_cand:
+                    if self._similar(x, y):
+                        found.append(self._corruption(x, y, loose_ref, loose_cand))
+                        break
+        return found
+
+    def _similar(self, x: _Loose, y: _Loose) -> bool:
+        a, b = x.entry.event, y.entry.event
+        compared = len((a.keys() | b.keys()) - self.equality.ignore)
+        return len(self.equality.differing_columns(a, b)) <= max(1, compared // 2)
+
+    def _corruption(
+        self, x: _Loose, y: _Loose, loose_ref: list[_Loose], loose_cand: list[_Loose]
+    ) -> Divergence:
+        loose_ref.remove(x)
+        loose_cand.remove(y)
+        a, b = x.entry.event, y.entry.event
+        return Divergence(
+            "corruption",
+            self.dependence.key(a),
+            x.entry.pos,
+            y.entry.pos,
+            a,
+            b,
+            columns=self.equality.differing_columns(a, b),
+        )
+
+    def _single(self, kind: Kind, loose: _Loose) -> Divergence:
+        event = loose.entry.event
+        if kind == "loss":
+            return Divergence(
+                kind, self.dependence.key(event), loose.entry.pos, loose.near, event, None
+            )
+        return Divergence(
+            kind, self.dependence.key(event), loose.near, loose.entry.pos, None, event
+        )
+
+
+def merge_moves(
+    divergences: list[Divergence], dependence: Dependence, equality: Equality
+) -> list[Divergence]:
+    """A loss and a duplication of equal events in one chain are one moved event.
+
+    Classification within one stretch of a stream pairs them itself; this joins the
+    stretches that the online matcher settled separately after it resynchronised.
+    """
+    result: list[Divergence | None] = list(divergences)
+    losses: dict[tuple[Hashable, Hashable], list[int]] = {}
+    for i, d in enumerate(divergences):
+        if d.kind == "loss" and d.reference_event is not None:
+            event = d.reference_event
+            losses.setdefault((dependence.chain(event), equality.canonical(event)), []).append(i)
+    for i, d in enumerate(divergences):
+        if d.kind != "duplication" or d.candidate_event is None:
+            continue
+        event = d.candidate_event
+        waiting = losses.get((dependence.chain(event), equality.canonical(event)), [])
+        for n, index in enumerate(waiting):
+            loss = divergences[index]
+            if loss.reference_event is not None and equality.equal(loss.reference_event, event):
+                del waiting[n]
+                result[i] = None
+                result[index] = Divergence(
+                    "reordering",
+                    loss.key,
+                    loss.reference_position,
+                    d.candidate_position,
+                    loss.reference_event,
+                    event,
+                )
+                break
+    return sorted((d for d in result if d is not None), key=Divergence.sort_key)
+
+
+def _next_positions(indexes: list[int | None], entries: list[Entry], length: int) -> list[int]:
+    """For each op, the stream position of the next event at or after it on that side."""
+    result = [length] * len(indexes)
+    upcoming = length
+    for t in range(len(indexes) - 1, -1, -1):
+        i = indexes[t]
+        if i is not None:
+            upcoming = entries[i].pos
+        result[t] = upcoming
+    return result
