@@ -8,7 +8,9 @@ The tree::
     │                              the equality ignores or loosens a column the dependence reads
     ├── InputError                 an output cannot be read as a stream (missing file, bad row,
     │                              non-UTF-8, unknown format, missing column)
-    └── MatcherError               the matcher was used wrongly (unknown side, push after finish)
+    ├── MatcherError               the matcher was used wrongly (unknown side, push after finish)
+    └── StoreError                 the results database failed (matcher.store.errors; the
+        └── UnknownRunError        message masks passwords); a run id that was never started
 
 A divergence between two streams is *not* an error: it is a ``Verdict`` with witnesses.
 Exceptions are for things that went wrong. Third-party errors are translated at the boundary

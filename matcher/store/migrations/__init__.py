@@ -1,0 +1,1 @@
+"""Alembic's environment and revisions for the results store (see ``matcher.store.migrate``)."""

@@ -1,0 +1,272 @@
+"""What goes into the results store and what comes out: frozen values, never ORM objects.
+
+Writers build a ``RunStart`` when a run begins and a ``RunOutcome`` when it ends (from a
+``matcher.Verdict`` with ``RunOutcome.from_verdict``); readers get ``RunSummary`` rows for
+listings and a ``RunRecord`` (a summary plus its evidence) for one run.
+
+Every JSON value (events, keys, spec, slice, statistics) goes through
+``matcher.serialize.json_safe`` on the way in, so what reads back is exactly that: NaN as
+``"NaN"``, datetimes as ISO strings, Decimal as its string, bytes as base64.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from matcher.serialize import json_safe
+from matcher.store.errors import StoreError
+from matcher.verdict import KINDS, Divergence, Verdict
+
+COMPARISON = "comparison"
+RUN_VERDICTS = ("equivalent", "divergent", "noisy", "error")
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def require_aware(name: str, value: dt.datetime | None) -> None:
+    """Refuse naive datetimes: the store keeps UTC instants, not wall-clock readings."""
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise StoreError(f"{name}: expected a timezone-aware datetime, got {value.isoformat()}")
+
+
+def _zero_counts() -> Mapping[str, int]:
+    return MappingProxyType(dict.fromkeys(KINDS, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """A run as it begins: who started it, on what, and for which validation.
+
+    ``run_id`` is the caller's key (``dag_id/run_id`` from Airflow, a uuid from the CLI); a
+    retried task passes the same one and replaces its previous attempt. ``slice`` and ``spec``
+    are JSON documents (the input slice and the validation spec as loaded).
+    """
+
+    run_id: str
+    validation: str
+    trigger: str = "manual"
+    kind: str = COMPARISON
+    reference_version: str | None = None
+    candidate_version: str | None = None
+    started_at: dt.datetime | None = None
+    slice: Any = None
+    spec: Any = None
+    dag_id: str | None = None
+    dag_run_id: str | None = None
+    task_try: int | None = None
+    engine: str = "core"
+
+    def __post_init__(self) -> None:
+        if not self.run_id:
+            raise StoreError("run_id: expected a non-empty string")
+        if not self.validation:
+            raise StoreError(f"run {self.run_id!r}: validation: expected a non-empty name")
+        require_aware("started_at", self.started_at)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDivergence:
+    """A divergence's witness as the store keeps it: JSON-safe key and events.
+
+    ``ordinal`` is its place in the verdict (0 = the earliest); ``noisy`` marks a divergence on
+    a key where the reference disagreed with itself.
+    """
+
+    ordinal: int
+    kind: str
+    key: Any
+    reference_position: int | None
+    candidate_position: int | None
+    reference_event: Mapping[str, Any] | None
+    candidate_event: Mapping[str, Any] | None
+    columns: tuple[str, ...] = ()
+    partner_reference_position: int | None = None
+    partner_candidate_position: int | None = None
+    noisy: bool = False
+
+    @classmethod
+    def from_divergence(
+        cls, divergence: Divergence, ordinal: int, *, noisy: bool = False
+    ) -> StoredDivergence:
+        return cls(
+            ordinal=ordinal,
+            kind=divergence.kind,
+            key=json_safe(divergence.key),
+            reference_position=divergence.reference_position,
+            candidate_position=divergence.candidate_position,
+            reference_event=_safe_event(divergence.reference_event),
+            candidate_event=_safe_event(divergence.candidate_event),
+            columns=tuple(divergence.columns),
+            partner_reference_position=divergence.partner_reference_position,
+            partner_candidate_position=divergence.partner_candidate_position,
+            noisy=noisy,
+        )
+
+
+def _safe_event(event: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if event is None else {str(k): json_safe(v) for k, v in event.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStat:
+    """Per-column statistics of a run: how many events differed in ``column``."""
+
+    column: str
+    mismatches: int
+    extra: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectationRecord:
+    """One Great Expectations result on one side's output.
+
+    ``side`` is ``reference`` or ``candidate`` for comparisons (free text for later kinds);
+    ``observed`` is the result's observed value, ``details`` the rest of its result dict.
+    """
+
+    suite: str
+    side: str
+    expectation_type: str
+    success: bool
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    observed: Any = None
+    details: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How a run ended, written in one transaction by ``Store.record_run``.
+
+    ``counts`` counts every divergence per kind (``divergences`` may hold only the first few).
+    ``expectations=None`` leaves the run's stored expectation results as they are; a tuple
+    (even empty) replaces them.
+    """
+
+    verdict: str
+    counts: Mapping[str, int] = field(default_factory=_zero_counts)
+    divergences: tuple[StoredDivergence, ...] = ()
+    column_stats: tuple[ColumnStat, ...] = ()
+    stats: Mapping[str, Any] | None = None
+    noise: Mapping[str, Any] | None = None
+    gate_passed: bool | None = None
+    finished_at: dt.datetime | None = None
+    report_path: str | None = None
+    expectations: tuple[ExpectationRecord, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in RUN_VERDICTS:
+            raise StoreError(
+                f"verdict: expected one of {', '.join(RUN_VERDICTS)}, got {self.verdict!r}"
+            )
+        unknown = sorted(set(self.counts) - set(KINDS))
+        if unknown:
+            raise StoreError(f"counts: unknown divergence kinds {', '.join(unknown)}")
+        object.__setattr__(
+            self, "counts", MappingProxyType({k: int(self.counts.get(k, 0)) for k in KINDS})
+        )
+        require_aware("finished_at", self.finished_at)
+
+    @property
+    def total_divergences(self) -> int:
+        return sum(self.counts.values())
+
+    @classmethod
+    def from_verdict(
+        cls,
+        verdict: Verdict,
+        *,
+        verdict_name: str | None = None,
+        noisy_keys: Iterable[Any] = (),
+        gate_passed: bool | None = None,
+        stats: Mapping[str, Any] | None = None,
+        noise: Mapping[str, Any] | None = None,
+        finished_at: dt.datetime | None = None,
+        report_path: str | None = None,
+        expectations: Sequence[ExpectationRecord] | None = None,
+    ) -> RunOutcome:
+        """The outcome a ``Verdict`` describes.
+
+        ``verdict_name`` overrides the verdict's own (``noisy`` when the noise runs say so);
+        divergences whose key is in ``noisy_keys`` are marked noisy; ``stats`` adds to the
+        verdict's own statistics (stream sizes, peak unmatched, detection point, dependence).
+        """
+        noisy = {_canonical(k) for k in noisy_keys}
+        own_stats: dict[str, Any] = {
+            "reference_count": verdict.reference_count,
+            "candidate_count": verdict.candidate_count,
+            "matched_count": verdict.matched_count,
+            "peak_unmatched": verdict.peak_unmatched,
+            "detected_at": verdict.detected_at,
+            "dependence": verdict.dependence,
+        }
+        return cls(
+            verdict=verdict_name or verdict.status,
+            counts=verdict.counts,
+            divergences=tuple(
+                StoredDivergence.from_divergence(d, i, noisy=_canonical(d.key) in noisy)
+                for i, d in enumerate(verdict.divergences)
+            ),
+            column_stats=tuple(
+                ColumnStat(column, count) for column, count in verdict.column_mismatches.items()
+            ),
+            stats={**own_stats, **(stats or {})},
+            noise=noise,
+            gate_passed=gate_passed,
+            finished_at=finished_at,
+            report_path=report_path,
+            expectations=None if expectations is None else tuple(expectations),
+        )
+
+
+def _canonical(key: Any) -> str:
+    """Keys as comparable text: a key may be a list or a dict, which do not hash."""
+    return json.dumps(json_safe(key), sort_keys=True)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One run as the history lists it (no evidence: see ``RunRecord``)."""
+
+    run_id: str
+    validation: str
+    kind: str
+    trigger: str
+    reference_version: str | None
+    candidate_version: str | None
+    status: str
+    verdict: str | None
+    gate_passed: bool | None
+    error: str | None
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    counts: Mapping[str, int]
+    total_divergences: int
+    dag_id: str | None
+    dag_run_id: str | None
+    task_try: int | None
+    engine: str
+    report_path: str | None
+
+    @property
+    def duration(self) -> dt.timedelta | None:
+        return None if self.finished_at is None else self.finished_at - self.started_at
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord(RunSummary):
+    """One run with its documents and evidence, as ``Store.get_run`` returns it."""
+
+    slice: Any
+    spec: Any
+    stats: Mapping[str, Any] | None
+    noise: Mapping[str, Any] | None
+    divergences: tuple[StoredDivergence, ...]
+    column_stats: tuple[ColumnStat, ...]
+    expectations: tuple[ExpectationRecord, ...]

@@ -1,0 +1,333 @@
+"""The repository: the one way Parity reads and writes the results database.
+
+A job's life in the store::
+
+    store = Store.open()                      # database_url(), migrated to the newest revision
+    with store.running(RunStart(run_id, "taxi_distance", trigger="scheduled")):
+        verdict = compare(...)
+        store.record_run(run_id, RunOutcome.from_verdict(verdict))
+
+``start_run`` (re)creates the run as ``running``; ``record_run`` writes the outcome and all its
+evidence in one transaction; any exception inside ``running`` marks the run ``failed`` and
+deletes its evidence, so a run is either complete or failed, never half-written. Every write
+is keyed by ``run_id``: a retried task (same ``run_id``) replaces its previous attempt.
+
+Methods take and return frozen records (``matcher.store.records``), never ORM objects, and
+raise ``StoreError`` (with the URL's password masked) for anything the database refuses.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from matcher.store import rows
+from matcher.store.config import database_url
+from matcher.store.engine import create_store_engine, is_in_memory
+from matcher.store.errors import StoreError, UnknownRunError, describe, masked
+from matcher.store.migrate import upgrade
+from matcher.store.models import ColumnStatRow, DivergenceRow, ExpectationResultRow, Run
+from matcher.store.records import (
+    ExpectationRecord,
+    RunOutcome,
+    RunRecord,
+    RunStart,
+    RunSummary,
+    require_aware,
+    utc_now,
+)
+
+_CHILDREN = (DivergenceRow, ColumnStatRow, ExpectationResultRow)
+
+
+class Store:
+    """The results database at one URL. Cheap to construct: it connects on first use.
+
+    SQLite and PostgreSQL are the supported backends (``matcher.store.engine``). PostgreSQL
+    reads use ``REPEATABLE READ`` so that a run and its evidence come from one snapshot.
+    """
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self.url = masked(url)
+        """The database URL with its password masked: safe to print."""
+        try:
+            self._engine = create_store_engine(url)
+        except (ArgumentError, ImportError, ValueError) as exc:
+            raise StoreError(f"cannot use database {self.url}: {describe(exc, url)}") from exc
+
+    @classmethod
+    def open(cls, url: str | None = None, *, migrate: bool = True) -> Store:
+        """The store at ``database_url(url)``, migrated to the newest schema unless told not."""
+        store = cls(database_url(url))
+        if migrate:
+            try:
+                store.migrate()
+            except BaseException:
+                store.close()
+                raise
+        return store
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest revision (``alembic upgrade head``)."""
+        if is_in_memory(self._url):
+            # Another engine would open another, empty database: migrate on this one.
+            with self._transaction("cannot migrate") as connection:
+                upgrade(connection=connection)
+        else:
+            upgrade(self._url)
+
+    def close(self) -> None:
+        """Close the pooled connections; the store reconnects if used again."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    # -- writers ---------------------------------------------------------------------------
+
+    def start_run(self, run: RunStart) -> None:
+        """Create the run as ``running``, replacing any previous attempt with this ``run_id``
+        (its row and all its evidence, in the same transaction)."""
+        values = {
+            **rows.NO_RESULTS,
+            **rows.start_values(run),
+            "status": "running",
+            "started_at": run.started_at or utc_now(),
+        }
+        with self._transaction(f"cannot start run {run.run_id!r}") as connection:
+            if _update_run(connection, run.run_id, values):
+                _delete_children(connection, run.run_id, *_CHILDREN)
+            else:
+                connection.execute(insert(Run).values(run_id=run.run_id, **values))
+
+    def record_run(self, run_id: str, outcome: RunOutcome) -> None:
+        """Complete the run: verdict, counts, statistics and evidence, in one transaction.
+
+        Divergences and column statistics replace the stored ones (and expectation results,
+        when ``outcome.expectations`` is not ``None``), so recording twice never duplicates.
+        """
+        values = rows.outcome_values(outcome)
+        values["finished_at"] = outcome.finished_at or utc_now()
+        with self._transaction(f"cannot record run {run_id!r}") as connection:
+            if not _update_run(connection, run_id, values):
+                raise UnknownRunError(f"cannot record run {run_id!r}: it was never started")
+            _delete_children(connection, run_id, DivergenceRow, ColumnStatRow)
+            _insert(connection, DivergenceRow, rows.divergence_rows(run_id, outcome.divergences))
+            _insert(connection, ColumnStatRow, rows.column_stat_rows(run_id, outcome.column_stats))
+            if outcome.expectations is not None:
+                _delete_children(connection, run_id, ExpectationResultRow)
+                _insert(
+                    connection,
+                    ExpectationResultRow,
+                    rows.expectation_rows(run_id, outcome.expectations),
+                )
+
+    def record_expectations(self, run_id: str, results: Sequence[ExpectationRecord]) -> None:
+        """Replace the run's expectation results, in one transaction."""
+        with self._transaction(f"cannot record expectations of run {run_id!r}") as connection:
+            # Writing the row locks it: a concurrent start_run or mark_failed waits for us.
+            if not _update_run(connection, run_id, {"run_id": run_id}):
+                raise UnknownRunError(
+                    f"cannot record expectations of run {run_id!r}: it was never started"
+                )
+            _delete_children(connection, run_id, ExpectationResultRow)
+            _insert(connection, ExpectationResultRow, rows.expectation_rows(run_id, results))
+
+    def mark_failed(self, run_id: str, error: str, *, start: RunStart | None = None) -> None:
+        """Mark the run ``failed`` (verdict ``error``, gate closed) and delete its evidence.
+
+        A run that was never started is created as failed, from ``start`` when given (else
+        with validation ``"(unknown)"``): a task that died early still leaves a trace.
+        """
+        now = utc_now()
+        values = {
+            **rows.NO_RESULTS,
+            "status": "failed",
+            "verdict": "error",
+            "gate_passed": False,
+            # PostgreSQL's text cannot hold NUL, and an error may quote a bad row verbatim.
+            "error": error.replace("\x00", "\\x00"),
+            "finished_at": now,
+        }
+        with self._transaction(f"cannot mark run {run_id!r} failed") as connection:
+            if _update_run(connection, run_id, values):
+                _delete_children(connection, run_id, *_CHILDREN)
+                return
+            run = start or RunStart(run_id, "(unknown)", trigger="unknown")
+            started = {**rows.start_values(run), "started_at": run.started_at or now}
+            connection.execute(insert(Run).values(run_id=run_id, **started, **values))
+
+    @contextmanager
+    def running(self, run: RunStart) -> Iterator[None]:
+        """Start the run; if the block raises anything, mark it failed and re-raise.
+
+        Record the outcome last inside the block: an exception after ``record_run`` still
+        marks the run failed and deletes what was recorded. A block that ends normally leaves
+        the run as it made it (``completed`` if it recorded an outcome).
+        """
+        self.start_run(run)
+        try:
+            yield
+        except BaseException as exc:
+            try:
+                self.mark_failed(run.run_id, one_line(exc), start=run)
+            except StoreError as store_error:
+                exc.add_note(f"and the run could not be marked failed: {store_error}")
+            raise
+
+    # -- readers ---------------------------------------------------------------------------
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run with its documents and evidence, or ``None`` when there is no such run."""
+        with self._snapshot(f"cannot read run {run_id!r}") as connection:
+            run = connection.execute(select(Run.__table__).where(Run.run_id == run_id)).first()
+            if run is None:
+                return None
+            children = {
+                table: connection.execute(
+                    select(table.__table__).where(table.run_id == run_id).order_by(order)
+                )
+                .mappings()
+                .all()
+                for table, order in (
+                    (DivergenceRow, DivergenceRow.ordinal),
+                    (ColumnStatRow, ColumnStatRow.column_name),
+                    (ExpectationResultRow, ExpectationResultRow.ordinal),
+                )
+            }
+            document = run._mapping
+            return RunRecord(
+                **rows.summary_fields(document),
+                slice=document["slice"],
+                spec=document["spec"],
+                stats=document["stats"],
+                noise=document["noise"],
+                divergences=tuple(map(rows.divergence_record, children[DivergenceRow])),
+                column_stats=tuple(map(rows.column_stat_record, children[ColumnStatRow])),
+                expectations=tuple(map(rows.expectation_record, children[ExpectationResultRow])),
+            )
+
+    def list_runs(
+        self,
+        validation: str | None = None,
+        verdict: str | None = None,
+        trigger: str | None = None,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        status: str | None = None,
+    ) -> list[RunSummary]:
+        """Runs, newest first (by start time), filtered; ``since`` is inclusive, ``until``
+        exclusive."""
+        require_aware("since", since)
+        require_aware("until", until)
+        if limit < 0 or offset < 0:
+            raise StoreError(f"limit and offset must be >= 0, got {limit} and {offset}")
+        query = rows.select_summaries()
+        for column, wanted in (
+            (Run.validation, validation),
+            (Run.verdict, verdict),
+            (Run.trigger, trigger),
+            (Run.status, status),
+        ):
+            if wanted is not None:
+                query = query.where(column == wanted)
+        if since is not None:
+            query = query.where(Run.started_at >= since)
+        if until is not None:
+            query = query.where(Run.started_at < until)
+        query = query.order_by(Run.started_at.desc(), Run.run_id.desc())
+        with self._snapshot("cannot list runs") as connection:
+            found = connection.execute(query.limit(limit).offset(offset)).mappings()
+            return [RunSummary(**rows.summary_fields(row)) for row in found]
+
+    def latest_run(
+        self,
+        validation: str,
+        candidate_version: str | None = None,
+        completed_only: bool = True,
+    ) -> RunSummary | None:
+        """The validation's newest run (of ``candidate_version``, when given): the last to
+        finish among completed runs, or the last to start when ``completed_only`` is off."""
+        query = rows.select_summaries().where(Run.validation == validation)
+        if candidate_version is not None:
+            query = query.where(Run.candidate_version == candidate_version)
+        if completed_only:
+            query = query.where(Run.status == "completed").order_by(Run.finished_at.desc())
+        else:
+            query = query.order_by(Run.started_at.desc())
+        query = query.order_by(Run.run_id.desc()).limit(1)
+        with self._snapshot(f"cannot read the latest run of {validation!r}") as connection:
+            row = connection.execute(query).mappings().first()
+        return None if row is None else RunSummary(**rows.summary_fields(row))
+
+    def validations(self) -> list[str]:
+        """Every validation name with at least one run, sorted."""
+        query = select(Run.validation).distinct().order_by(Run.validation)
+        with self._snapshot("cannot list validations") as connection:
+            return list(connection.execute(query).scalars())
+
+    # -- transactions ----------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises."""
+        try:
+            with self._engine.begin() as connection:
+                yield connection
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{action}: {describe(exc, self._url)} ({self.url})") from exc
+
+    @contextmanager
+    def _snapshot(self, action: str) -> Iterator[Connection]:
+        """One read transaction: every query in it sees the same committed state."""
+        try:
+            with self._engine.connect() as connection:
+                if connection.dialect.name == "postgresql":
+                    connection.execution_options(isolation_level="REPEATABLE READ")
+                with connection.begin():
+                    yield connection
+        except SQLAlchemyError as exc:
+            raise StoreError(f"{action}: {describe(exc, self._url)} ({self.url})") from exc
+
+
+def one_line(exc: BaseException) -> str:
+    """``ValueError: bad row 3``: an exception as the one line a failed run keeps."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _update_run(connection: Connection, run_id: str, values: dict[str, Any]) -> bool:
+    """Update the run's row; ``False`` when there is no such run."""
+    result = connection.execute(update(Run).where(Run.run_id == run_id).values(values))
+    return result.rowcount > 0
+
+
+def _delete_children(connection: Connection, run_id: str, *tables: type[Any]) -> None:
+    for table in tables:
+        connection.execute(delete(table).where(table.run_id == run_id))
+
+
+def _insert(connection: Connection, table: type[Any], values: list[dict[str, Any]]) -> None:
+    if values:
+        connection.execute(insert(table), values)

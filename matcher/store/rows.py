@@ -1,0 +1,174 @@
+"""Records to table rows and back: the repository's only knowledge of column names.
+
+Every JSON value is passed through ``matcher.serialize.json_safe`` on the way in (idempotent on
+values that already are JSON-safe), so a hand-built record cannot smuggle a NaN or a datetime
+into a JSON column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+from sqlalchemy import ColumnElement, RowMapping, Select, select
+
+from matcher.serialize import json_safe
+from matcher.store.models import Run
+from matcher.store.records import (
+    ColumnStat,
+    ExpectationRecord,
+    RunOutcome,
+    RunStart,
+    StoredDivergence,
+)
+from matcher.verdict import KINDS
+
+Row = dict[str, Any]
+
+# A run's results: reset when it (re)starts or fails, written when it completes.
+NO_RESULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "verdict": None,
+        "gate_passed": None,
+        "error": None,
+        "finished_at": None,
+        "stats": None,
+        "noise": None,
+        "report_path": None,
+        "total_divergences": 0,
+        **dict.fromkeys(KINDS, 0),
+    }
+)
+_DOCUMENT_COLUMNS = frozenset({"slice", "spec", "stats", "noise"})
+_SUMMARY_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(
+    c for c in Run.__table__.columns if c.name not in _DOCUMENT_COLUMNS
+)
+_SUMMARY_FIELDS = tuple(c.name for c in _SUMMARY_COLUMNS if c.name not in KINDS)
+
+
+def start_values(run: RunStart) -> Row:
+    """The ``runs`` columns a run has when it was started (everything but ``run_id``)."""
+    return {
+        "validation": run.validation,
+        "kind": run.kind,
+        "trigger": run.trigger,
+        "reference_version": run.reference_version,
+        "candidate_version": run.candidate_version,
+        "started_at": run.started_at,
+        "slice": json_safe(run.slice),
+        "spec": json_safe(run.spec),
+        "dag_id": run.dag_id,
+        "dag_run_id": run.dag_run_id,
+        "task_try": run.task_try,
+        "engine": run.engine,
+    }
+
+
+def outcome_values(outcome: RunOutcome) -> Row:
+    """The ``runs`` columns a completed run's outcome sets (``finished_at`` may be ``None``)."""
+    return {
+        **NO_RESULTS,
+        "status": "completed",
+        "verdict": outcome.verdict,
+        "gate_passed": outcome.gate_passed,
+        "finished_at": outcome.finished_at,
+        "stats": json_safe(outcome.stats),
+        "noise": json_safe(outcome.noise),
+        "report_path": outcome.report_path,
+        "total_divergences": outcome.total_divergences,
+        **outcome.counts,
+    }
+
+
+def divergence_rows(run_id: str, divergences: Sequence[StoredDivergence]) -> list[Row]:
+    return [
+        {
+            "run_id": run_id,
+            "ordinal": d.ordinal,
+            "kind": d.kind,
+            "key": json_safe(d.key),
+            "reference_position": d.reference_position,
+            "candidate_position": d.candidate_position,
+            "reference_event": json_safe(d.reference_event),
+            "candidate_event": json_safe(d.candidate_event),
+            "columns": [str(c) for c in d.columns],
+            "partner_reference_position": d.partner_reference_position,
+            "partner_candidate_position": d.partner_candidate_position,
+            "noisy": d.noisy,
+        }
+        for d in divergences
+    ]
+
+
+def column_stat_rows(run_id: str, stats: Sequence[ColumnStat]) -> list[Row]:
+    return [
+        {
+            "run_id": run_id,
+            "column_name": c.column,
+            "mismatches": c.mismatches,
+            "extra": json_safe(c.extra),
+        }
+        for c in stats
+    ]
+
+
+def expectation_rows(run_id: str, results: Sequence[ExpectationRecord]) -> list[Row]:
+    return [
+        {
+            "run_id": run_id,
+            "ordinal": ordinal,
+            "suite": r.suite,
+            "side": r.side,
+            "expectation_type": r.expectation_type,
+            "kwargs": json_safe(r.kwargs),
+            "success": r.success,
+            "observed": json_safe(r.observed),
+            "details": json_safe(r.details),
+        }
+        for ordinal, r in enumerate(results)
+    ]
+
+
+def select_summaries() -> Select[Any]:
+    """``runs`` without its documents (spec, slice, stats, noise): what a listing needs."""
+    return select(*_SUMMARY_COLUMNS)
+
+
+def summary_fields(row: RowMapping) -> dict[str, Any]:
+    """The ``RunSummary`` fields of a ``runs`` row."""
+    fields = {name: row[name] for name in _SUMMARY_FIELDS}
+    fields["counts"] = MappingProxyType({k: row[k] for k in KINDS})
+    return fields
+
+
+def divergence_record(row: RowMapping) -> StoredDivergence:
+    return StoredDivergence(
+        ordinal=row["ordinal"],
+        kind=row["kind"],
+        key=row["key"],
+        reference_position=row["reference_position"],
+        candidate_position=row["candidate_position"],
+        reference_event=row["reference_event"],
+        candidate_event=row["candidate_event"],
+        columns=tuple(row["columns"]),
+        partner_reference_position=row["partner_reference_position"],
+        partner_candidate_position=row["partner_candidate_position"],
+        noisy=row["noisy"],
+    )
+
+
+def column_stat_record(row: RowMapping) -> ColumnStat:
+    return ColumnStat(row["column_name"], row["mismatches"], row["extra"])
+
+
+def expectation_record(row: RowMapping) -> ExpectationRecord:
+    return ExpectationRecord(
+        suite=row["suite"],
+        side=row["side"],
+        expectation_type=row["expectation_type"],
+        success=row["success"],
+        kwargs=row["kwargs"],
+        observed=row["observed"],
+        details=row["details"],
+    )
