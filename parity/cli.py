@@ -1,6 +1,7 @@
 """The ``parity`` command.
 
     parity compare REFERENCE CANDIDATE --spec SPEC.yaml [--json] [--limit N]
+                   [--engine auto|core|spark]
 
 Exit codes: 0 equivalent, 1 divergent, 2 error (bad spec, unreadable output, bad usage).
 An error is one line on stderr, ``parity: error: <message>``, never a traceback: the
@@ -21,6 +22,7 @@ from typing import Any, TextIO
 from matcher.errors import InputError, ParityError
 from matcher.online import StreamMatcher
 from matcher.spec import Spec, load_spec
+from matcher.verdict import Verdict
 from parity import __version__
 from parity.readers import read_columns, read_events
 from parity.render import Comparison, render_json, render_text
@@ -60,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"keep witnesses for the first N divergences (default {DEFAULT_LIMIT}); "
         "all are counted",
     )
+    compare.add_argument(
+        "--engine",
+        choices=("auto", "core", "spark"),
+        default="auto",
+        help="core: stream both outputs through the matcher in this process; spark: match "
+        "on a local Spark partitioned by the dependence key; auto (default): spark when "
+        "either output is a directory, core otherwise",
+    )
     compare.set_defaults(run=run_compare)
     return parser
 
@@ -98,15 +108,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     spec = load_spec(args.spec)
-    fmt = spec.output.format
-    for side, path in (("reference", args.reference), ("candidate", args.candidate)):
-        columns = read_columns(path, fmt)
-        if columns is not None:
-            spec.check_columns(columns, where=f"{side} {path}")
     dependence, equality = spec.build_dependence(), spec.build_equality()
-    matcher = StreamMatcher(dependence, equality, limit=args.limit)
-    matcher.feed(_events(spec, args.reference), _events(spec, args.candidate))
-    verdict = matcher.finish()
+    engine = args.engine
+    if engine == "auto":
+        directories = os.path.isdir(args.reference) or os.path.isdir(args.candidate)
+        engine = "spark" if directories else "core"
+    if engine == "spark":
+        verdict = _compare_on_spark(spec, args.reference, args.candidate, args.limit)
+    else:
+        verdict = _compare_on_core(spec, args.reference, args.candidate, args.limit)
     comparison = Comparison(
         spec_name=spec.name,
         spec_file=spec.source,
@@ -119,6 +129,31 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     out.write(render(comparison, verdict))
     out.flush()
     return EXIT_EQUIVALENT if verdict.equivalent else EXIT_DIVERGENT
+
+
+def _compare_on_core(spec: Spec, reference: str, candidate: str, limit: int) -> Verdict:
+    fmt = spec.output.format
+    for side, path in (("reference", reference), ("candidate", candidate)):
+        columns = read_columns(path, fmt)
+        if columns is not None:
+            spec.check_columns(columns, where=f"{side} {path}")
+    matcher = StreamMatcher(spec.build_dependence(), spec.build_equality(), limit=limit)
+    matcher.feed(_events(spec, reference), _events(spec, candidate))
+    return matcher.finish()
+
+
+def _compare_on_spark(spec: Spec, reference: str, candidate: str, limit: int) -> Verdict:
+    from parity.engine import compare_on_spark, first_line, is_spark_error, local_session
+
+    for path in (reference, candidate):
+        if not os.path.exists(path):
+            raise InputError(f"{path}: no such file or directory")
+    try:
+        return compare_on_spark(local_session(), spec, reference, candidate, limit=limit).verdict
+    except Exception as exc:  # Spark's own errors: translate at the boundary
+        if is_spark_error(exc):
+            raise InputError(first_line(exc)) from exc
+        raise
 
 
 def _events(spec: Spec, path: str) -> Iterable[dict[str, Any]]:

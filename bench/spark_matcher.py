@@ -1,0 +1,169 @@
+"""Benchmark of the Spark match job against what a user would otherwise run, on the same files.
+
+    .venv/bin/python bench/spark_matcher.py [--rows 5000000] [--keys 500000] [--data DIR]
+
+Writes two Parquet outputs of ``--rows`` rows each (key, seq and a few typed columns): the
+candidate is the reference written in another order that keeps each key's order (an
+equivalent output), and again with 1% of rows of each fault kind injected (lost,
+duplicated, moved after the key's next event, value altered). On ``local[2]`` it times, on
+the same files and in one run:
+
+* Parity: read both as streams, match partitioned by key, write the verdict to a store;
+* (a) the order-blind multiset diff a user would write: ``a.exceptAll(b)`` and
+  ``b.exceptAll(a)`` with counts;
+* (b) datacompy's ``SparkSQLCompare`` joined on (key, seq), with ``matches()``;
+* (c) the floor: reading both outputs with a count.
+
+and prints each time with the ratios. Generated files are reused when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from matcher.dependence import by_key
+from matcher.equality import Equality
+from matcher.spark import compare_dataframes, read_stream
+from matcher.store import RunOutcome, RunStart, Store
+
+
+def session(memory: str) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("parity-bench")
+        .config("spark.driver.memory", memory)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def generate(spark: Any, data: Path, rows: int, keys: int) -> dict[str, Path]:
+    """The reference, an equivalent candidate and a faulty one, as Parquet directories."""
+    from pyspark.sql import functions as F
+
+    paths = {name: data / name for name in ("reference", "equivalent", "faulty")}
+    if all((p / "_SUCCESS").exists() for p in paths.values()):
+        return paths
+    base = (
+        spark.range(rows)
+        .withColumn("key", (F.col("id") * 7919 % keys).cast("long"))
+        .withColumn("seq", (F.col("id") / keys).cast("long"))
+        .withColumn("amount", F.round(F.rand(1) * 1000, 2))
+        .withColumn("label", F.concat(F.lit("item-"), (F.col("id") % 97).cast("string")))
+        .withColumn("flag", F.col("id") % 3 == 0)
+    )
+    columns = ["key", "seq", "amount", "label", "flag"]
+    # The reference in global order; the candidate grouped by key: each key keeps its order.
+    base.orderBy("id").select(columns).write.mode("overwrite").parquet(str(paths["reference"]))
+    by_key_order = base.repartition(8, "key").sortWithinPartitions("key", "seq")
+    by_key_order.select(columns).write.mode("overwrite").parquet(str(paths["equivalent"]))
+
+    bucket = F.abs(F.hash("id")) % 100
+    faulty = (
+        base.where(bucket != 0)  # 1% lost
+        .unionByName(base.where(bucket == 1))  # 1% duplicated
+        .withColumn("amount", F.when(bucket == 2, F.col("amount") + 1).otherwise(F.col("amount")))
+        .withColumn("order", F.when(bucket == 3, F.col("seq") + 1.5).otherwise(F.col("seq")))
+    )  # bucket 2: 1% corrupted; bucket 3: 1% moved after the key's next event
+    faulty = faulty.repartition(8, "key").sortWithinPartitions("key", "order")
+    faulty.select(columns).write.mode("overwrite").parquet(str(paths["faulty"]))
+    return paths
+
+
+def timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = action()
+    return time.perf_counter() - start, result
+
+
+def run_parity(spark: Any, reference: Path, candidate: Path, db: str) -> str:
+    streams = [read_stream(spark, str(p), format="parquet") for p in (reference, candidate)]
+    verdict = compare_dataframes(streams[0], streams[1], by_key("key"), Equality(), limit=100)
+    with Store.open(db) as store:
+        run = RunStart(run_id=f"bench-{candidate.name}", validation="bench", engine="spark")
+        store.start_run(run)
+        store.record_run(run.run_id, RunOutcome.from_verdict(verdict))
+    counts = ", ".join(f"{k} {n:,}" for k, n in verdict.counts.items())
+    return f"{verdict.status} ({counts})"
+
+
+def run_except_all(spark: Any, reference: Path, candidate: Path) -> str:
+    a, b = spark.read.parquet(str(reference)), spark.read.parquet(str(candidate))
+    only_a, only_b = a.exceptAll(b).count(), b.exceptAll(a).count()
+    return f"{only_a:,} only in reference, {only_b:,} only in candidate"
+
+
+def run_datacompy(spark: Any, reference: Path, candidate: Path) -> str:
+    from datacompy.spark import SparkSQLCompare
+
+    a, b = spark.read.parquet(str(reference)), spark.read.parquet(str(candidate))
+    compare = SparkSQLCompare(spark, a, b, join_columns=["key", "seq"])
+    return f"matches={compare.matches()}, {compare.count_matching_rows():,} matching rows"
+
+
+def run_floor(spark: Any, reference: Path, candidate: Path) -> str:
+    a, b = spark.read.parquet(str(reference)), spark.read.parquet(str(candidate))
+    return f"{a.count():,} + {b.count():,} rows"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--keys", type=int, default=500_000)
+    parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "parity-bench")
+    parser.add_argument("--memory", default="8g", help="spark.driver.memory")
+    parser.add_argument("--skip", nargs="*", default=[], help="baselines to skip: a b c")
+    args = parser.parse_args(argv)
+
+    spark = session(args.memory)
+    data = args.data / f"{args.rows}-{args.keys}"
+    paths = generate(spark, data, args.rows, args.keys)
+    store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
+    db = f"sqlite:///{store_dir / 'results.db'}"
+    print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
+    contenders: list[tuple[str, str, Callable[[Path, Path], str]]] = [
+        ("parity", "Parity (read + match + store)", lambda r, c: run_parity(spark, r, c, db)),
+        ("a", "(a) exceptAll both ways", lambda r, c: run_except_all(spark, r, c)),
+        ("b", "(b) datacompy SparkSQLCompare", lambda r, c: run_datacompy(spark, r, c)),
+        ("c", "(c) floor: read + count", lambda r, c: run_floor(spark, r, c)),
+    ]
+    for case in ("equivalent", "faulty"):
+        print(f"\ncandidate: {case}")
+        seconds: dict[str, float] = {}
+        for name, label, run in contenders:
+            if name in args.skip:
+                continue
+            spark.catalog.clearCache()
+            reference, candidate = paths["reference"], paths[case]
+            seconds[name], outcome = timed(lambda: run(reference, candidate))  # noqa: B023
+            print(f"  {label:<32} {seconds[name]:>8.1f} s   {outcome}")
+        parity = seconds["parity"]
+        for name, label in (("a", "(a)"), ("b", "(b)")):
+            if name in seconds:
+                print(f"  {label} / Parity = {seconds[name] / parity:.2f}x (target >= 2)")
+        if "c" in seconds:
+            print(f"  Parity / floor (c) = {parity / seconds['c']:.2f}x (target <= 6)")
+    shutil.rmtree(store_dir, ignore_errors=True)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

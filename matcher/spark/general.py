@@ -1,0 +1,219 @@
+"""The per-partition path: the core's online matcher run inside each partition.
+
+For what SQL cannot say (punctuation, arbitrary predicates, typed graphs with edges between
+non-barrier types, Python barrier tests or equalities), both streams are partitioned by a
+*coarse key*, sorted by position within each partition (no global sort), and each partition
+runs the core's matching loop (``matcher.spark.replay.PoolLoop``) over its events in the
+core's interleaving. The events it leaves unmatched are explained together on the driver,
+as the core would explain them.
+
+This is the core's own run only if the partitions are independent: events with different
+coarse keys must never depend on each other, and equal events must share their coarse key
+(the equality may not loosen it). The first is checked on a sample of both streams, the
+second on the equality; either failing is an ``InputError`` naming the coarse key. Without
+a coarse key the partitions follow what the form makes independent, if anything
+(``SparkComparison.route``); else everything is one partition, and the verdict says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from itertools import combinations
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from matcher.dependence import ByKey, Dependence, Typed, WithBarriers
+from matcher.equality import Equality, Event, freeze
+from matcher.errors import InputError
+from matcher.spark.events import arrow_column, arrow_events, dumps, loads
+from matcher.spark.grouped import DRIVER_LIMIT, Outcome
+from matcher.spark.replay import PoolLoop
+from matcher.spark.result import SideStats, explain, findings_of
+from matcher.spark.schema import POS, Streams
+
+SIDE = "__p_side"
+SAMPLE_EVENTS = 200  # per side, for the coarse key's independence check
+OUTPUT_SCHEMA = "kind string, side int, pos long, n long, blob binary"
+_ARROW_OUTPUT = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("side", pa.int32()),
+        ("pos", pa.int64()),
+        ("n", pa.int64()),
+        ("blob", pa.binary()),
+    ]
+)
+
+
+def check_coarse_key(
+    streams: Streams,
+    coarse: Sequence[str],
+    dependence: Dependence,
+    equality: Equality,
+    lengths: Sequence[int],
+) -> None:
+    """Fail unless ``coarse`` can partition the streams (see the module docstring)."""
+    name = ", ".join(coarse)
+    loosened = sorted(set(coarse) & equality.loosened_columns)
+    if loosened:
+        raise InputError(
+            f"coarse key {name}: the equality loosens {loosened[0]!r}, so equal events "
+            "could fall in different partitions"
+        )
+    sample = []
+    for side, df, length in (
+        (0, streams.reference, lengths[0]),
+        (1, streams.candidate, lengths[1]),
+    ):
+        if length > SAMPLE_EVENTS:
+            df = df.sample(fraction=min(1.0, 2.0 * SAMPLE_EVENTS / length), seed=17)
+        table = df.limit(SAMPLE_EVENTS).toArrow()
+        positions = arrow_column(table, POS)
+        for pos, event in zip(positions, arrow_events(table, streams.columns), strict=True):
+            sample.append((side, pos, event, freeze(tuple(event[c] for c in coarse))))
+    for (sa, pa_, a, ka), (sb, pb, b, kb) in combinations(sample, 2):
+        if ka != kb and dependence.depends(a, b):
+            raise InputError(
+                f"coarse key {name} does not split the streams into independent parts: "
+                f"{_SIDES[sa]} event #{pa_} and {_SIDES[sb]} event #{pb} have different "
+                f"coarse keys but depend on each other under {dependence.describe()}"
+            )
+
+
+_SIDES = ("reference", "candidate")
+
+
+def key_counter(dependence: Dependence) -> Callable[[Event], Hashable | None]:
+    """The key an event counts towards in ``side_stats`` (``None``: no key)."""
+    if isinstance(dependence, ByKey):
+        return dependence.chain
+    if isinstance(dependence, WithBarriers):
+        base = dependence.base
+
+        def base_key(event: Event) -> Hashable | None:
+            if not isinstance(base, ByKey) or dependence.is_barrier(event):
+                return None
+            return base.chain(event)
+
+        return base_key
+    if isinstance(dependence, Typed):
+
+        def typed_key(event: Event) -> Hashable | None:
+            if dependence.types[dependence.type_of(event)].key is None:
+                return None
+            return dependence.chain(event)
+
+        return typed_key
+    return _no_key
+
+
+def _no_key(event: Event) -> Hashable | None:
+    return None
+
+
+def partition_matcher(
+    dependence: Dependence, equality: Equality, columns: Sequence[str]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function: match one partition's events (sorted by position, then
+    side) and emit what is left, what was settled early, and the partition's counts."""
+    names = list(columns)
+    count_key = key_counter(dependence)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Resynchronised chunks end in matches, so their witnesses never need the streams'
+        # lengths: the loop's classifier can do without them.
+        loop = PoolLoop(dependence, equality, [0, 0])
+        rows = [0, 0]
+        barriers = [0, 0]
+        keys: list[set[Any]] = [set(), set()]
+        for batch in batches:
+            sides = arrow_column(batch, SIDE)
+            positions = arrow_column(batch, POS)
+            for side, pos, event in zip(sides, positions, arrow_events(batch, names), strict=True):
+                loop.push(side, pos, event)
+                rows[side] += 1
+                if dependence.has_barriers and dependence.is_barrier(event):
+                    barriers[side] += 1
+                key = count_key(event)
+                if key is not None:
+                    keys[side].add(key)
+        out: list[dict[str, Any]] = []
+        for side in (0, 1):
+            out.append({"kind": "rows", "side": side, "n": rows[side]})
+            out.append({"kind": "barriers", "side": side, "n": barriers[side]})
+            out.append({"kind": "keys", "side": side, "n": len(keys[side])})
+        out.append({"kind": "matched", "n": loop.matched})
+        out.append({"kind": "detected", "n": int(loop.detected)})
+        leftovers = loop.leftovers()
+        out.append({"kind": "unmatched", "n": len(leftovers[0]) + len(leftovers[1])})
+        for side, entries in enumerate(leftovers):
+            out.extend(
+                {"kind": "left", "side": side, "pos": e.pos, "blob": dumps(e.event)}
+                for e in entries[:DRIVER_LIMIT]  # the driver refuses more anyway
+            )
+        out.extend({"kind": "settled", "blob": dumps(d)} for d in loop.settled)
+        yield pa.RecordBatch.from_pylist(out, schema=_ARROW_OUTPUT)
+
+    return run
+
+
+def partitioned_union(streams: Streams, partition_by: Sequence[str]) -> DataFrame:
+    """Both streams, tagged with their side, in partitions of ``partition_by`` (SQL; none:
+    one partition), sorted by position within each."""
+    union = streams.reference.selectExpr("*", f"0 AS {SIDE}").unionByName(
+        streams.candidate.selectExpr("*", f"1 AS {SIDE}")
+    )
+    if partition_by:
+        partitioned = union.repartition(*[F.expr(e) for e in partition_by])
+    else:
+        partitioned = union.repartition(1)
+    return partitioned.sortWithinPartitions(POS, SIDE)
+
+
+def run_general(
+    streams: Streams,
+    dependence: Dependence,
+    equality: Equality,
+    partition_by: Sequence[str],
+    limit: int,
+    warnings: Sequence[str] = (),
+) -> Outcome:
+    """Match each partition (see ``partitioned_union``) and explain what is left."""
+    partitioned = partitioned_union(streams, partition_by)
+    table = partitioned.mapInArrow(
+        partition_matcher(dependence, equality, streams.columns), OUTPUT_SCHEMA
+    ).toArrow()
+    totals: dict[tuple[str, int | None], int] = {}
+    events: list[tuple[int, int, Event]] = []
+    settled = []
+    for kind, side, pos, n, blob in zip(
+        *(arrow_column(table, c) for c in ("kind", "side", "pos", "n", "blob")), strict=True
+    ):
+        if kind == "left":
+            events.append((pos, side, loads(blob)))
+        elif kind == "settled":
+            settled.append(loads(blob))
+        else:
+            totals[(kind, side)] = totals.get((kind, side), 0) + n
+    if totals.get(("unmatched", None), 0) > DRIVER_LIMIT:
+        raise InputError(
+            f"{totals[('unmatched', None)]} unmatched events: too many to explain on the driver "
+            f"(limit {DRIVER_LIMIT}); give a coarse key that splits the streams"
+        )
+
+    def total(kind: str, side: int | None = None) -> int:
+        return totals.get((kind, side), 0)
+
+    stats = SideStats(
+        (total("rows", 0), total("rows", 1)),
+        (total("keys", 0), total("keys", 1)),
+        (total("barriers", 0), total("barriers", 1)),
+    )
+    matched = total("matched")
+    if not events and not settled and not total("detected"):
+        return Outcome(True, matched, stats, findings_of([], limit), tuple(warnings))
+    found, _ = explain(dependence, equality, stats.rows, events, False, settled=settled)
+    return Outcome(False, matched, stats, findings_of(found, limit), tuple(warnings))

@@ -1,0 +1,110 @@
+"""The core's online matching loop over events that carry their global stream positions.
+
+``StreamMatcher`` numbers events itself, from 0, in the order they are pushed; a partition
+of a Spark stream holds events from all over the stream. ``PoolLoop`` is the same loop
+(``StreamMatcher._push``: the core's pools, the same calls in the same order, the same
+resynchronisation of per-key queues after a divergence) but each event brings its
+position, so that what is left unmatched can be classified together with what the other
+partitions left, exactly as the core would classify one whole-stream run.
+
+Events must be pushed in the core's fair interleaving: by position, the reference's event
+before the candidate's at the same position (``compare`` alternates the two streams).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Iterable, Sequence
+from typing import cast
+
+from matcher.classify import Classifier
+from matcher.dependence import Dependence
+from matcher.diff import align
+from matcher.equality import Equality, Event
+from matcher.errors import InputError
+from matcher.online import RESYNC_RUN, RESYNC_START, SIDES, _end_of_last_run
+from matcher.pools import Entry, KeyedPool
+from matcher.verdict import Divergence
+
+
+class PoolLoop:
+    """Match events pushed with ``push(side, pos, event)``; read the outcome afterwards.
+
+    ``lengths`` are the whole streams' lengths, for the positions a classification gives
+    to events missing at the end of a stream.
+    """
+
+    def __init__(self, dependence: Dependence, equality: Equality, lengths: Sequence[int]):
+        self._pools = (dependence.new_pool(equality), dependence.new_pool(equality))
+        self._route = dependence.route(equality)
+        self._description = dependence.describe()
+        self._classifier = Classifier(dependence, equality, list(lengths))
+        self._resync_at: dict[Hashable, int] = {}
+        self.matched = 0
+        self.detected = False
+        self.settled: list[Divergence] = []
+
+    def push(self, side: int, pos: int, event: Event) -> None:
+        try:
+            route = self._route(event)
+        except KeyError as exc:
+            raise InputError(
+                f"{SIDES[side]} event #{pos} lacks column {exc.args[0]!r} "
+                f"that the dependence {self._description} reads"
+            ) from exc
+        except InputError as exc:
+            raise InputError(f"{SIDES[side]} event #{pos}: {exc}") from exc
+        x = Entry(pos, event, route)
+        own, other = self._pools[side], self._pools[1 - side]
+        if own.blocker(x) is None and other.take_match(x) is not None:
+            self.matched += 1
+            return
+        if not self.detected and other.blocker(x) is not None:
+            self.detected = True
+        own.add(x)
+        if self.detected and isinstance(own, KeyedPool):
+            self._resynchronise(route)
+
+    def push_all(self, events: Iterable[tuple[int, int, Event]]) -> None:
+        """Push ``(pos, side, event)`` triples, which must come in interleaving order."""
+        for pos, side, event in events:
+            self.push(side, pos, event)
+
+    def leftovers(self) -> tuple[list[Entry], list[Entry]]:
+        """The unmatched events of each side, in stream order."""
+        return self._pools[0].entries(), self._pools[1].entries()
+
+    def _resynchronise(self, key: Hashable) -> None:
+        """``StreamMatcher._resynchronise``: settle a diverged key once it agrees again."""
+        pools = cast("tuple[KeyedPool, KeyedPool]", self._pools)
+        ours, theirs = pools[0].queues.get(key), pools[1].queues.get(key)
+        if not ours or not theirs:
+            self._resync_at.pop(key, None)
+            return
+        size = len(ours) + len(theirs)
+        if size < self._resync_at.get(key, RESYNC_START):
+            return
+        reference, candidate = list(ours), list(theirs)
+        ops = align(reference, candidate, self._classifier.equal_entries)
+        cut = _end_of_last_run(ops, RESYNC_RUN)
+        if cut is None:
+            self._resync_at[key] = 2 * size
+            return
+        ref_end = 1 + max((i for i, _ in ops[: cut + 1] if i is not None), default=-1)
+        cand_end = 1 + max((j for _, j in ops[: cut + 1] if j is not None), default=-1)
+        self.settled.extend(self._classifier.classify(reference[:ref_end], candidate[:cand_end]))
+        self.matched += sum(1 for i, j in ops[: cut + 1] if i is not None and j is not None)
+        for pool, rest in ((pools[0], reference[ref_end:]), (pools[1], candidate[cand_end:])):
+            pool.size -= len(pool.queues[key]) - len(rest)
+            if rest:
+                pool.queues[key] = deque(rest)
+            else:
+                del pool.queues[key]
+        self._resync_at[key] = max(
+            RESYNC_START, 2 * (len(reference) + len(candidate) - ref_end - cand_end)
+        )
+
+
+def interleaving_order(item: tuple[int, int, Event]) -> tuple[int, int]:
+    """Sort key of ``(pos, side, event)``: the order ``matcher.compare`` pushes events in."""
+    return item[0], item[1]

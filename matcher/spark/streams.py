@@ -1,0 +1,181 @@
+"""Reading an output as a stream: a DataFrame with a dense 0-based position, ``__pos``.
+
+Stream order is the spec's ``order_by`` columns or, without them, files in name order and
+rows in file order, as ``parity.readers`` reads the same output without Spark. Spark plans a
+scan by size, not by name: it packs small files into one partition in any order and splits
+a large file into several. So positions never come from partition order. Each row's file
+and split come from the hidden ``_metadata`` column and its place inside the split from
+``monotonically_increasing_id()``, which is consecutive within a partition (a split is read
+by one task, front to back). One small aggregation counts the rows of every (file, split);
+their prefix sums, computed on the driver (a row per split), are joined back by broadcast.
+
+With ``order_by`` the rows are range-partitioned and sorted by those columns, ties broken by
+the file order above (so that positions are the same each time the plan runs), and the
+same counting is done per sorted partition. Neither way sorts the stream into one
+partition or numbers it with a global ``row_number``.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from matcher.errors import InputError
+from matcher.spark.schema import POS, column
+
+FORMATS = ("parquet", "json", "jsonl", "csv")
+_EXTENSIONS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
+_ID = "__p_id"
+_FIRST = "__p_first_id"
+_OFFSET = "__p_offset"
+_FILE = "__p_file"
+_BLOCK = "__p_block"
+_PART = "__p_part"
+#: CSV has no nulls to the core's reader; a quoted empty field stays "" with this
+_NO_NULL = "\u0000"
+
+
+def read_stream(
+    spark: SparkSession,
+    path: str | Path | DataFrame,
+    format: str | None = None,
+    order_by: Sequence[str] | None = None,
+) -> DataFrame:
+    """The output at ``path`` (a directory or file, a catalog table, or a DataFrame) with its
+    stream position in the ``__pos`` column (int64, 0-based, dense).
+
+    ``format``: ``parquet``, ``json`` (JSON lines), ``csv`` (a header, values as strings);
+    ``None`` guesses from the file names. ``order_by``: the columns that give stream order.
+    """
+    df = _load(spark, path, format)
+    if POS in df.columns:
+        if order_by is None:
+            return df
+        df = df.drop(POS)
+    try:
+        natural = _number_by_files(df)
+    except AnalysisException:  # not a file scan (a view, an in-memory DataFrame)
+        natural = _number_by_partitions(df)
+    if not order_by:
+        return natural
+    missing = [c for c in order_by if c not in df.columns]
+    if missing:
+        raise InputError(f"order_by column {missing[0]!r} is not in the output {_name(path)}")
+    ordered = natural.orderBy(*[column(c) for c in order_by], POS).drop(POS)
+    return _number_by_partitions(ordered)
+
+
+def _name(path: str | Path | DataFrame) -> str:
+    return "(a DataFrame)" if isinstance(path, DataFrame) else str(path)
+
+
+def _load(spark: SparkSession, path: str | Path | DataFrame, format: str | None) -> DataFrame:
+    if isinstance(path, DataFrame):
+        return path
+    text = str(path)
+    if not text:
+        raise InputError("an output path is empty")
+    if format is not None and format not in FORMATS:
+        raise InputError(f"{text}: unknown format {format!r} (known: {', '.join(FORMATS)})")
+    try:
+        if format is None and "/" not in text and spark.catalog.tableExists(text):
+            return spark.table(text)
+        kind = "json" if format == "jsonl" else (format or _guess_format(text))
+        reader = spark.read
+        if kind == "csv":
+            reader = reader.option("header", True).option("nullValue", _NO_NULL)
+        return reader.format(kind).load(text)
+    except AnalysisException as exc:
+        raise InputError(f"{text}: {_first_line(exc)}") from exc
+
+
+def _guess_format(text: str) -> str:
+    root = Path(text)
+    if not root.exists():
+        raise InputError(f"{text}: no such file or directory (or give the format)")
+    files = (
+        [p for p in root.iterdir() if not p.name.startswith((".", "_"))]
+        if root.is_dir()
+        else [root]
+    )
+    found = {_EXTENSIONS.get(_suffix(p)) for p in files if p.is_file()}
+    found.discard(None)
+    if len(found) != 1:
+        shown = ", ".join(sorted(str(f) for f in found)) or "no data files"
+        raise InputError(f"{text}: cannot tell the format ({shown}): give the format")
+    return str(found.pop())
+
+
+def _suffix(path: Path) -> str:
+    suffixes = [s.lower() for s in path.suffixes]
+    if suffixes and suffixes[-1] == ".gz":
+        suffixes.pop()
+    return suffixes[-1] if suffixes else ""
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _number_by_files(df: DataFrame) -> DataFrame:
+    """Positions in (file name, split, row) order."""
+    chunk = [
+        F.col("_metadata.file_path").alias(_FILE),
+        F.col("_metadata.file_block_start").alias(_BLOCK),
+    ]
+    schema = [StructField(_FILE, StringType()), StructField(_BLOCK, LongType())]
+
+    def order(row: Any) -> tuple[Any, ...]:
+        return urllib.parse.unquote(row[_FILE]), row[_BLOCK]
+
+    return _number(df, chunk, schema, order)
+
+
+def _number_by_partitions(df: DataFrame) -> DataFrame:
+    """Positions in (partition, row) order: for a sorted DataFrame, or one with no files."""
+    chunk = [F.spark_partition_id().cast("long").alias(_PART)]
+    schema = [StructField(_PART, LongType())]
+
+    def order(row: Any) -> tuple[Any, ...]:
+        return (row[_PART],)
+
+    return _number(df, chunk, schema, order)
+
+
+def _number(
+    df: DataFrame,
+    chunk: list[Column],
+    chunk_schema: list[StructField],
+    order: Callable[[Any], tuple[Any, ...]],
+) -> DataFrame:
+    """``df`` with ``__pos``: rows of a chunk have consecutive ids; chunks are ordered by
+    ``order``; a chunk's first position is the sum of the sizes of the chunks before it."""
+    names = [field.name for field in chunk_schema]
+    data = df.columns
+    with_id = df.select("*", *chunk, F.monotonically_increasing_id().alias(_ID))
+    counts = (
+        with_id.groupBy(*names).agg(F.count(F.lit(1)).alias("n"), F.min(_ID).alias(_FIRST))
+    ).collect()
+    offsets = []
+    position = 0
+    for row in sorted(counts, key=order):
+        offsets.append((*(row[n] for n in names), row[_FIRST], position))
+        position += row["n"]
+    table = df.sparkSession.createDataFrame(
+        offsets,
+        StructType(
+            [*chunk_schema, StructField(_FIRST, LongType()), StructField(_OFFSET, LongType())]
+        ),
+    )
+    joined = with_id.join(F.broadcast(table), names)
+    return joined.select(
+        *[column(c) for c in data],
+        (F.col(_OFFSET) + F.col(_ID) - F.col(_FIRST)).alias(POS),
+    )
