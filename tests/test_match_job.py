@@ -132,7 +132,7 @@ def test_divergent_output_exits_1_with_witnesses_and_a_retry_replaces(
         (d.kind, d.key, d.reference_position, d.candidate_position) for d in run.divergences
     ] == [
         ("corruption", "T2", 4, 4),
-        ("loss", "T1", 9, 9),
+        ("loss", "T1", 9, 11),  # it belongs before T1's next event: candidate #11
     ]
     assert run.divergences[0].columns == ("km",)
     assert run.counts["corruption"] == 1 and run.counts["loss"] == 1
