@@ -202,41 +202,10 @@ class StreamMatcher:
         self._matched, self._peak = matched, peak
 
     def _resynchronise(self, key: Hashable) -> None:
-        """Settle a key that both sides hold after a divergence, once they agree again.
-
-        Without this every later event of a diverged key would stay unmatched, and memory
-        would grow with the stream. When the key's queues, aligned, end in a run of
-        ``RESYNC_RUN`` matches, everything up to that run is classified now and dropped.
-        Attempts double in size, so the work stays linear.
-        """
         pools = cast("tuple[KeyedPool, KeyedPool]", self._pools)
-        ours, theirs = pools[0].queues.get(key), pools[1].queues.get(key)
-        if not ours or not theirs:
-            self._resync_at.pop(key, None)
-            return
-        size = len(ours) + len(theirs)
-        if size < self._resync_at.get(key, RESYNC_START):
-            return
-        reference, candidate = list(ours), list(theirs)
-        ops = align(reference, candidate, self._classifier.equal_entries)
-        cut = _end_of_last_run(ops, RESYNC_RUN)
-        if cut is None:
-            self._resync_at[key] = 2 * size
-            return
-        ref_end = 1 + max((i for i, _ in ops[: cut + 1] if i is not None), default=-1)
-        cand_end = 1 + max((j for _, j in ops[: cut + 1] if j is not None), default=-1)
-        settled = self._classifier.classify(reference[:ref_end], candidate[:cand_end])
+        settled, matched = resynchronise(pools, key, self._classifier, self._resync_at)
         self._settled.extend(settled)
-        self._matched += sum(1 for i, j in ops[: cut + 1] if i is not None and j is not None)
-        for pool, rest in ((pools[0], reference[ref_end:]), (pools[1], candidate[cand_end:])):
-            pool.size -= len(pool.queues[key]) - len(rest)
-            if rest:
-                pool.queues[key] = deque(rest)
-            else:
-                del pool.queues[key]
-        self._resync_at[key] = max(
-            RESYNC_START, 2 * (len(reference) + len(candidate) - ref_end - cand_end)
-        )
+        self._matched += matched
 
     def finish(self) -> Verdict:
         """The verdict: equivalent iff no event proved a difference and nothing is left."""
@@ -281,6 +250,48 @@ def _interleave(
             yield 0, x
         if y is not end:
             yield 1, y
+
+
+def resynchronise(
+    pools: tuple[KeyedPool, KeyedPool],
+    key: Hashable,
+    classifier: Classifier,
+    resync_at: dict[Hashable, int],
+) -> tuple[list[Divergence], int]:
+    """Settle a key that both sides hold after a divergence, once they agree again.
+
+    Without this every later event of a diverged key would stay unmatched, and memory
+    would grow with the stream. When the key's queues, aligned, end in a run of
+    ``RESYNC_RUN`` matches, everything up to that run is classified now and dropped from
+    ``pools``. ``resync_at`` remembers per key the size of the next attempt: attempts
+    double, so the work stays linear. Returns the divergences settled and the events
+    matched.
+    """
+    ours, theirs = pools[0].queues.get(key), pools[1].queues.get(key)
+    if not ours or not theirs:
+        resync_at.pop(key, None)
+        return [], 0
+    size = len(ours) + len(theirs)
+    if size < resync_at.get(key, RESYNC_START):
+        return [], 0
+    reference, candidate = list(ours), list(theirs)
+    ops = align(reference, candidate, classifier.equal_entries)
+    cut = _end_of_last_run(ops, RESYNC_RUN)
+    if cut is None:
+        resync_at[key] = 2 * size
+        return [], 0
+    ref_end = 1 + max((i for i, _ in ops[: cut + 1] if i is not None), default=-1)
+    cand_end = 1 + max((j for _, j in ops[: cut + 1] if j is not None), default=-1)
+    settled = classifier.classify(reference[:ref_end], candidate[:cand_end])
+    matched = sum(1 for i, j in ops[: cut + 1] if i is not None and j is not None)
+    for pool, rest in ((pools[0], reference[ref_end:]), (pools[1], candidate[cand_end:])):
+        pool.size -= len(pool.queues[key]) - len(rest)
+        if rest:
+            pool.queues[key] = deque(rest)
+        else:
+            del pool.queues[key]
+    resync_at[key] = max(RESYNC_START, 2 * (len(reference) + len(candidate) - ref_end - cand_end))
+    return settled, matched
 
 
 def _end_of_last_run(ops: list[Op], run: int) -> int | None:

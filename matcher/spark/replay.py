@@ -13,16 +13,14 @@ before the candidate's at the same position (``compare`` alternates the two stre
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Hashable, Iterable, Sequence
 from typing import cast
 
 from matcher.classify import Classifier
 from matcher.dependence import Dependence
-from matcher.diff import align
 from matcher.equality import Equality, Event
 from matcher.errors import InputError
-from matcher.online import RESYNC_RUN, RESYNC_START, SIDES, _end_of_last_run
+from matcher.online import SIDES, resynchronise
 from matcher.pools import Entry, KeyedPool
 from matcher.verdict import Divergence
 
@@ -75,34 +73,10 @@ class PoolLoop:
         return self._pools[0].entries(), self._pools[1].entries()
 
     def _resynchronise(self, key: Hashable) -> None:
-        """``StreamMatcher._resynchronise``: settle a diverged key once it agrees again."""
         pools = cast("tuple[KeyedPool, KeyedPool]", self._pools)
-        ours, theirs = pools[0].queues.get(key), pools[1].queues.get(key)
-        if not ours or not theirs:
-            self._resync_at.pop(key, None)
-            return
-        size = len(ours) + len(theirs)
-        if size < self._resync_at.get(key, RESYNC_START):
-            return
-        reference, candidate = list(ours), list(theirs)
-        ops = align(reference, candidate, self._classifier.equal_entries)
-        cut = _end_of_last_run(ops, RESYNC_RUN)
-        if cut is None:
-            self._resync_at[key] = 2 * size
-            return
-        ref_end = 1 + max((i for i, _ in ops[: cut + 1] if i is not None), default=-1)
-        cand_end = 1 + max((j for _, j in ops[: cut + 1] if j is not None), default=-1)
-        self.settled.extend(self._classifier.classify(reference[:ref_end], candidate[:cand_end]))
-        self.matched += sum(1 for i, j in ops[: cut + 1] if i is not None and j is not None)
-        for pool, rest in ((pools[0], reference[ref_end:]), (pools[1], candidate[cand_end:])):
-            pool.size -= len(pool.queues[key]) - len(rest)
-            if rest:
-                pool.queues[key] = deque(rest)
-            else:
-                del pool.queues[key]
-        self._resync_at[key] = max(
-            RESYNC_START, 2 * (len(reference) + len(candidate) - ref_end - cand_end)
-        )
+        settled, matched = resynchronise(pools, key, self._classifier, self._resync_at)
+        self.settled.extend(settled)
+        self.matched += matched
 
 
 def interleaving_order(item: tuple[int, int, Event]) -> tuple[int, int]:
