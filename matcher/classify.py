@@ -36,7 +36,10 @@ from matcher.verdict import Divergence, Kind
 Group = tuple[int, Hashable]  # (unit between matched barriers, chain); chain None: unordered
 
 MAX_ORDER_CHECK = 2_000
-MAX_SIMILARITY_PAIRING = 2_000
+#: losses x duplications compared for similarity across gaps (a corruption that also
+#: moved): beyond it, only pairs in the same gap are tried, so classification stays
+#: linear when thousands of events are lost and duplicated
+MAX_SIMILARITY_PAIRS = 40_000
 MAX_BARRIER_TRIALS = 32
 
 BARRIER_GROUP: tuple[int, Hashable] = (-1, ("barrier",))
@@ -276,13 +279,13 @@ class Classifier:
         buckets: dict[Hashable, list[_Loose]] = {}
         for y in loose_cand:
             buckets.setdefault(self.equality.canonical(y.entry.event), []).append(y)
-        for x in list(loose_ref):
+        taken: set[int] = set()
+        for x in loose_ref:
             bucket = buckets.get(self.equality.canonical(x.entry.event), [])
             for i, y in enumerate(bucket):
                 if self.equality.equal(x.entry.event, y.entry.event):
                     del bucket[i]
-                    loose_ref.remove(x)
-                    loose_cand.remove(y)
+                    taken.update((id(x), id(y)))
                     partner = self._crossed(x.entry, y.entry, pairs)
                     found.append(
                         Divergence(
@@ -297,6 +300,8 @@ class Classifier:
                         )
                     )
                     break
+        _drop(loose_ref, taken)
+        _drop(loose_cand, taken)
         return found
 
     def _crossed(
@@ -316,32 +321,35 @@ class Classifier:
 
     def _corruptions(self, loose_ref: list[_Loose], loose_cand: list[_Loose]) -> list[Divergence]:
         found = []
+        taken: set[int] = set()
         by_gap: dict[tuple[Group, int], list[_Loose]] = {}
         for y in loose_cand:
             by_gap.setdefault(y.gap, []).append(y)
-        for x in list(loose_ref):
+        for x in loose_ref:
             candidates = by_gap.get(x.gap)
             if candidates and (x.gap[0][1] is not None or self._similar(x, candidates[0])):
                 y = candidates.pop(0)
-                found.append(self._corruption(x, y, loose_ref, loose_cand))
-        if len(loose_ref) <= MAX_SIMILARITY_PAIRING and len(loose_cand) <= MAX_SIMILARITY_PAIRING:
-            for x in list(loose_ref):
+                taken.update((id(x), id(y)))
+                found.append(self._corruption(x, y))
+        _drop(loose_ref, taken)
+        _drop(loose_cand, taken)
+        if len(loose_ref) * len(loose_cand) <= MAX_SIMILARITY_PAIRS:
+            for x in loose_ref:
                 for y in loose_cand:
-                    if self._similar(x, y):
-                        found.append(self._corruption(x, y, loose_ref, loose_cand))
+                    if id(y) not in taken and self._similar(x, y):
+                        taken.update((id(x), id(y)))
+                        found.append(self._corruption(x, y))
                         break
+            _drop(loose_ref, taken)
+            _drop(loose_cand, taken)
         return found
 
     def _similar(self, x: _Loose, y: _Loose) -> bool:
         a, b = x.entry.event, y.entry.event
         compared = len((a.keys() | b.keys()) - self.equality.ignore)
-        return len(self.equality.differing_columns(a, b)) <= max(1, compared // 2)
+        return self.equality.differs_in_at_most(a, b, max(1, compared // 2))
 
-    def _corruption(
-        self, x: _Loose, y: _Loose, loose_ref: list[_Loose], loose_cand: list[_Loose]
-    ) -> Divergence:
-        loose_ref.remove(x)
-        loose_cand.remove(y)
+    def _corruption(self, x: _Loose, y: _Loose) -> Divergence:
         a, b = x.entry.event, y.entry.event
         return Divergence(
             "corruption",
@@ -410,3 +418,10 @@ def _next_positions(indexes: list[int | None], entries: list[Entry], length: int
             upcoming = entries[i].pos
         result[t] = upcoming
     return result
+
+
+def _drop(loose: list[_Loose], taken: set[int]) -> None:
+    """Remove the events in ``taken`` (by identity) from ``loose``, keeping its order: one
+    pass, where removing them one by one would cost a pass each."""
+    if taken:
+        loose[:] = [x for x in loose if id(x) not in taken]

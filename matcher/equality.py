@@ -92,12 +92,20 @@ def freeze(value: Any) -> Any:
     return value
 
 
+_PLAIN_SCALARS = (str, int, bool, bytes, type(None))
+
+
 def _values_equal(a: Any, b: Any, nan_equal: bool) -> bool:
     if a == b:
         return True
-    if nan_equal:
-        return bool(freeze(a) == freeze(b))
-    return False
+    if not nan_equal:
+        return False
+    kind = type(a)
+    if kind is float:  # unequal floats are equal only as two NaNs
+        return a != a and isinstance(b, float) and b != b
+    if kind in _PLAIN_SCALARS:  # freezing leaves these as they are: still unequal
+        return False
+    return bool(freeze(a) == freeze(b))
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +216,18 @@ class Equality:
             if column not in self.ignore
             and not self._column_equal(column, a.get(column), b.get(column))
         )
+
+    def differs_in_at_most(self, a: Event, b: Event, limit: int) -> bool:
+        """Whether at most ``limit`` compared columns tell ``a`` and ``b`` apart (stops
+        counting past ``limit``)."""
+        differing = 0
+        for column in a.keys() | b.keys():
+            if column in self.ignore or self._column_equal(column, a.get(column), b.get(column)):
+                continue
+            differing += 1
+            if differing > limit:
+                return False
+        return True
 
     def canonical(self, event: Event) -> Any:
         """A hashable value shared by all events equal to ``event``, or ``None`` if unknown.

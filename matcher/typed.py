@@ -106,6 +106,12 @@ class Typed(Dependence):
             rules.append(TypeRule(name, t.key is not None, (name, name) in self._edges, neighbours))
         return rules
 
+    @property
+    def classifier(self) -> Callable[[Event], str]:
+        """The function that gives an event's type (``operator.itemgetter(column)`` when the
+        spec names a column, which the Spark matcher reads as SQL)."""
+        return self._classify
+
     def type_of(self, event: Event) -> str:
         try:
             kind = self._classify(event)
@@ -185,6 +191,12 @@ class WithBarriers(Typed):
             classify_columns=barrier_columns,
         )
         self.columns = frozenset(barrier_columns or ()) | (base.columns or frozenset())
+
+    @property
+    def barrier_test(self) -> EventTest:
+        """The test that recognises barriers (a ``ColumnEquals`` when the spec says it as a
+        column and values, which the Spark matcher turns into SQL)."""
+        return self._is_barrier
 
     def chain(self, event: Event) -> Hashable | None:
         if self._is_barrier(event):

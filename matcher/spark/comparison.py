@@ -38,6 +38,7 @@ from matcher.spark.grouped import grouped_plan, run_grouped
 from matcher.spark.keyed import matching_plan
 from matcher.spark.result import build_verdict
 from matcher.spark.schema import Streams, reconcile, require_columns
+from matcher.spark.screen import run_screened, screenable, screening_plan
 from matcher.verdict import Verdict
 
 
@@ -126,12 +127,28 @@ class SparkComparison:
             return matching_plan(plan, streams.reference, streams.candidate)
         return partitioned_union(streams, route.partition_by)
 
+    def screening_plan(self) -> DataFrame | None:
+        """The plan that settles agreeing groups by digest before the matching plan runs on
+        the rest (``matcher.spark.screen``), or ``None`` when this comparison is not
+        screened (barriers, ``ordered``, tolerances, the per-partition path)."""
+        streams = self.streams()
+        route = self.route(streams)
+        if route.path != "grouped" or route.layout is None:
+            return None
+        plan = grouped_plan(streams, route.layout, self.equality)
+        if not screenable(plan):
+            return None
+        return screening_plan(plan, streams.reference, streams.candidate)
+
     def run(self) -> Verdict:
         streams = self.streams()
         route = self.route(streams)
         if route.path == "grouped" and route.layout is not None:
             plan = grouped_plan(streams, route.layout, self.equality)
-            outcome = run_grouped(streams, plan, self.dependence, self.limit)
+            if screenable(plan):
+                outcome = run_screened(streams, plan, self.dependence, self.limit)
+            else:
+                outcome = run_grouped(streams, plan, self.dependence, self.limit)
         else:
             notes = []
             if not route.partition_by:

@@ -11,8 +11,9 @@ Forms the SQL plan cannot express (punctuation, arbitrary predicates, typed grap
 edges between non-barrier types, barrier or type tests written as Python functions) get
 a reason instead, and go to the per-partition path (``matcher.spark.general``).
 
-The core keeps a barrier test and a type classifier as private attributes; they are read
-here, in one place, as values (``ColumnEquals``, ``operator.itemgetter``) that SQL can say.
+The core's barrier test (``WithBarriers.barrier_test``) and type classifier
+(``Typed.classifier``) are read here, in one place, as values (``ColumnEquals``,
+``operator.itemgetter``) that SQL can say.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def layout_of(dependence: Dependence) -> Layout | str:
 
 
 def _with_barriers(dependence: WithBarriers) -> Layout | str:
-    test = getattr(dependence, "_is_barrier", None)
+    test = dependence.barrier_test
     if not isinstance(test, ColumnEquals):
         return "the barrier test is a Python function"
     values = tuple(test.values)
@@ -119,7 +120,7 @@ def _with_barriers(dependence: WithBarriers) -> Layout | str:
 
 
 def _typed(dependence: Typed) -> Layout | str:
-    column = _itemgetter_column(getattr(dependence, "_classify", None))
+    column = _itemgetter_column(dependence.classifier)
     if column is None:
         return "the typed dependence classifies events with a Python function"
     barriers = dependence.barrier_types

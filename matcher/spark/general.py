@@ -17,7 +17,10 @@ a coarse key the partitions follow what the form makes independent, if anything
 
 from __future__ import annotations
 
+import gc
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -31,8 +34,9 @@ from matcher.errors import InputError
 from matcher.spark.events import arrow_column, arrow_events, dumps, loads
 from matcher.spark.grouped import DRIVER_LIMIT, Outcome
 from matcher.spark.replay import PoolLoop
-from matcher.spark.result import SideStats, explain, findings_of
+from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import POS, Streams
+from matcher.verdict import Divergence
 
 SIDE = "__p_side"
 SAMPLE_EVENTS = 200  # per side, for the coarse key's independence check
@@ -115,14 +119,31 @@ def _no_key(event: Event) -> Hashable | None:
 
 
 def partition_matcher(
-    dependence: Dependence, equality: Equality, columns: Sequence[str]
+    dependence: Dependence,
+    equality: Equality,
+    columns: Sequence[str],
+    explain_here: tuple[Sequence[int], int] | None = None,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: match one partition's events (sorted by position, then
-    side) and emit what is left, what was settled early, and the partition's counts."""
+    side) and emit the partition's counts and either what is left and what was settled
+    early (for the driver to explain together), or, with ``explain_here`` (the streams'
+    lengths and the witness limit), the partition's own explanation: counts per kind and
+    column, and its earliest witnesses."""
     names = list(columns)
     count_key = key_counter(dependence)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Millions of small live objects (events, entries) make every full collection
+        # traverse them all, for no cycles to find: a third of the time here.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            yield from match(batches)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def match(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         # Resynchronised chunks end in matches, so their witnesses never need the streams'
         # lengths: the loop's classifier can do without them.
         loop = PoolLoop(dependence, equality, [0, 0])
@@ -149,15 +170,92 @@ def partition_matcher(
         out.append({"kind": "detected", "n": int(loop.detected)})
         leftovers = loop.leftovers()
         out.append({"kind": "unmatched", "n": len(leftovers[0]) + len(leftovers[1])})
-        for side, entries in enumerate(leftovers):
-            out.extend(
-                {"kind": "left", "side": side, "pos": e.pos, "blob": dumps(e.event)}
-                for e in entries[:DRIVER_LIMIT]  # the driver refuses more anyway
-            )
-        out.extend({"kind": "settled", "blob": dumps(d)} for d in loop.settled)
+        if explain_here is None:
+            for side, entries in enumerate(leftovers):
+                out.extend(
+                    {"kind": "left", "side": side, "pos": e.pos, "blob": dumps(e.event)}
+                    for e in entries[:DRIVER_LIMIT]  # the driver refuses more anyway
+                )
+            out.extend({"kind": "settled", "blob": dumps(d)} for d in loop.settled)
+        else:
+            lengths, limit = explain_here
+            events = [(e.pos, side, e.event) for side in (0, 1) for e in leftovers[side]]
+            found, _ = explain(dependence, equality, lengths, events, False, settled=loop.settled)
+            out.extend(_explained(findings_of(found, limit)))
         yield pa.RecordBatch.from_pylist(out, schema=_ARROW_OUTPUT)
 
     return run
+
+
+def _explained(findings: Findings) -> Iterator[dict[str, Any]]:
+    """A partition's findings as output rows: counts by kind and column, and witnesses."""
+    for kind, n in findings.counts.items():
+        yield {"kind": "count", "pos": None, "n": n, "blob": kind.encode()}
+    for name, n in findings.columns.items():
+        yield {"kind": "column", "n": n, "blob": name.encode()}
+    for d in findings.divergences:
+        yield {"kind": "witness", "blob": dumps(d)}
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResults:
+    """What the partitions sent back: summed counts (by kind and side), the events left
+    for the driver (``(pos, side, event)``), what was settled early, and the findings of
+    partitions that explained their own."""
+
+    totals: dict[tuple[str, int | None], int]
+    events: list[tuple[int, int, Event]]
+    settled: list[Divergence]
+    findings: Findings
+
+    def total(self, kind: str, side: int | None = None) -> int:
+        return self.totals.get((kind, side), 0)
+
+    def stats(self) -> SideStats:
+        return SideStats(
+            (self.total("rows", 0), self.total("rows", 1)),
+            (self.total("keys", 0), self.total("keys", 1)),
+            (self.total("barriers", 0), self.total("barriers", 1)),
+        )
+
+
+def match_partitions(
+    partitioned: DataFrame,
+    dependence: Dependence,
+    equality: Equality,
+    columns: Sequence[str],
+    explain_here: tuple[Sequence[int], int] | None = None,
+) -> PartitionResults:
+    """Run ``partition_matcher`` over ``partitioned`` (events with ``__pos`` and
+    ``__p_side``, sorted by position within each partition) and gather its output."""
+    table = partitioned.mapInArrow(
+        partition_matcher(dependence, equality, columns, explain_here), OUTPUT_SCHEMA
+    ).toArrow()
+    totals: dict[tuple[str, int | None], int] = {}
+    events: list[tuple[int, int, Event]] = []
+    settled = []
+    witnesses: list[Divergence] = []
+    counts: Counter[str] = Counter()
+    column_counts: Counter[str] = Counter()
+    for kind, side, pos, n, blob in zip(
+        *(arrow_column(table, c) for c in ("kind", "side", "pos", "n", "blob")), strict=True
+    ):
+        if kind == "left":
+            events.append((pos, side, loads(blob)))
+        elif kind == "settled":
+            settled.append(loads(blob))
+        elif kind == "witness":
+            witnesses.append(loads(blob))
+        elif kind == "count":
+            counts[blob.decode()] += n
+        elif kind == "column":
+            column_counts[blob.decode()] += n
+        else:
+            totals[(kind, side)] = totals.get((kind, side), 0) + n
+    limit = explain_here[1] if explain_here else 0
+    witnesses.sort(key=Divergence.sort_key)
+    findings = Findings(tuple(witnesses[:limit]), counts, column_counts)
+    return PartitionResults(totals, events, settled, findings)
 
 
 def partitioned_union(streams: Streams, partition_by: Sequence[str]) -> DataFrame:
@@ -183,37 +281,17 @@ def run_general(
 ) -> Outcome:
     """Match each partition (see ``partitioned_union``) and explain what is left."""
     partitioned = partitioned_union(streams, partition_by)
-    table = partitioned.mapInArrow(
-        partition_matcher(dependence, equality, streams.columns), OUTPUT_SCHEMA
-    ).toArrow()
-    totals: dict[tuple[str, int | None], int] = {}
-    events: list[tuple[int, int, Event]] = []
-    settled = []
-    for kind, side, pos, n, blob in zip(
-        *(arrow_column(table, c) for c in ("kind", "side", "pos", "n", "blob")), strict=True
-    ):
-        if kind == "left":
-            events.append((pos, side, loads(blob)))
-        elif kind == "settled":
-            settled.append(loads(blob))
-        else:
-            totals[(kind, side)] = totals.get((kind, side), 0) + n
-    if totals.get(("unmatched", None), 0) > DRIVER_LIMIT:
+    results = match_partitions(partitioned, dependence, equality, streams.columns)
+    if results.total("unmatched") > DRIVER_LIMIT:
         raise InputError(
-            f"{totals[('unmatched', None)]} unmatched events: too many to explain on the driver "
-            f"(limit {DRIVER_LIMIT}); give a coarse key that splits the streams"
+            f"{results.total('unmatched')} unmatched events: too many to explain on the "
+            f"driver (limit {DRIVER_LIMIT}); give a coarse key that splits the streams"
         )
-
-    def total(kind: str, side: int | None = None) -> int:
-        return totals.get((kind, side), 0)
-
-    stats = SideStats(
-        (total("rows", 0), total("rows", 1)),
-        (total("keys", 0), total("keys", 1)),
-        (total("barriers", 0), total("barriers", 1)),
-    )
-    matched = total("matched")
-    if not events and not settled and not total("detected"):
+    stats = results.stats()
+    matched = results.total("matched")
+    if not results.events and not results.settled and not results.total("detected"):
         return Outcome(True, matched, stats, findings_of([], limit), tuple(warnings))
-    found, _ = explain(dependence, equality, stats.rows, events, False, settled=settled)
+    found, _ = explain(
+        dependence, equality, stats.rows, results.events, False, settled=results.settled
+    )
     return Outcome(False, matched, stats, findings_of(found, limit), tuple(warnings))

@@ -24,7 +24,7 @@ The plan is built from SQL text (``build_*`` are pure), a handful of calls into 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -172,9 +172,18 @@ def tagged_union(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) 
     return union if plan.layout.positional else union.drop(RANK)
 
 
-def matching_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> DataFrame:
-    """The union, repartitioned by group, with every column the verdict is read from."""
-    union = tagged_union(plan, reference, candidate).repartition(GROUP)
+def matching_plan(
+    plan: GroupedPlan,
+    reference: DataFrame,
+    candidate: DataFrame,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
+) -> DataFrame:
+    """The union, repartitioned by group, with every column the verdict is read from;
+    ``keep`` narrows the union to some groups first (whole groups: ranks do not change)."""
+    union = tagged_union(plan, reference, candidate)
+    if keep is not None:
+        union = keep(union)
+    union = union.repartition(GROUP)
     if plan.layout.positional:
         pairs, ok = build_pairs(plan, [GROUP])
         return union.selectExpr("*", *pairs).selectExpr("*", ok).drop(_PAIR_N, _PAIR_A, _PAIR_B)
