@@ -2,15 +2,27 @@
 
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[2]' jobs/match.py \\
         --reference out/reference --candidate out/candidate --spec validations/taxi.yaml \\
-        [--run-id ID] [--db URL] [--json-out verdict.json] [--limit N] [--common-columns]
+        [--rerun-reference out/rerun] [--run-id ID] [--db URL] [--json-out verdict.json] \\
+        [--limit N] [--noise-limit N] [--common-columns] [--record-only] \\
+        [--trigger scheduled|adhoc|manual|cli] [--reference-version V] [--candidate-version V] \\
+        [--dag-id D --dag-run-id R [--task-try N]] [--slice-json JSON] [--report-dir DIR]
 
 Reads both outputs in stream order (``output.order_by``, else files by name and rows in
 file order), matches them partitioned by the dependence key (``matcher.spark``), and writes
 the verdict with its witnesses to the results store in one transaction under ``--run-id``
-(a retried run replaces its earlier attempt). A job that fails leaves the run marked failed.
+(default ``DAG_ID/DAG_RUN_ID`` when both are given: a retried run replaces its earlier
+attempt). A job that fails leaves the run marked failed.
 
-Exit codes: 0 equivalent, 1 divergent, 2 error. A user's error (bad spec, unreadable
-output, incompatible schemas) is one line on stderr, ``match: error: ...``, no traceback.
+With ``--rerun-reference`` (the reference run again, with other partition counts), the
+reference is first compared with its rerun: where they differ is noise, and a candidate
+whose every divergence lies in that noise is ``noisy`` rather than ``divergent``
+(``matcher.noise`` states the rule). ``--report-dir`` receives ``match.json`` (the verdict
+document ``--json-out`` writes) and becomes the run's ``report_path``.
+
+Exit codes: 0 equivalent, 1 divergent or noisy, 2 error; with ``--record-only`` (the Airflow
+pipeline: its gate decides later), 0 whenever a verdict was recorded. A user's error (bad
+spec, unreadable output, incompatible schemas, bad arguments) is one line on stderr,
+``match: error: ...``, no traceback.
 """
 
 from __future__ import annotations
@@ -19,17 +31,20 @@ import argparse
 import json
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from matcher.errors import InputError, ParityError
 from matcher.serialize import json_safe
-from matcher.spec import load_spec
+from matcher.spec import Spec, load_spec
 from matcher.store import RunOutcome, RunStart, Store
-from parity.engine import compare_on_spark, first_line, is_spark_error
+from parity.engine import first_line, is_spark_error
+from parity.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 
 EXIT_EQUIVALENT, EXIT_DIVERGENT, EXIT_ERROR = 0, 1, 2
+TRIGGERS = ("scheduled", "adhoc", "manual", "cli")
+REPORT_FILE = "match.json"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,11 +52,40 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--reference", required=True, metavar="PATH", help="reference output")
     parser.add_argument("--candidate", required=True, metavar="PATH", help="candidate output")
     parser.add_argument("--spec", required=True, metavar="SPEC.yaml", help="validation spec")
+    parser.add_argument(
+        "--rerun-reference",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="the reference's output from a rerun on the same slice (repeatable): where it "
+        "differs from --reference is noise",
+    )
     parser.add_argument("--run-id", help="the run's key in the store (default: a new one)")
     parser.add_argument("--db", metavar="URL", help="results database (default: PARITY_DB_URL)")
     parser.add_argument("--json-out", metavar="PATH", help="also write the verdict as JSON")
-    parser.add_argument("--limit", type=int, default=100, help="witnesses kept (default 100)")
-    parser.add_argument("--trigger", default="manual", help="scheduled, adhoc, cli, manual")
+    parser.add_argument("--report-dir", metavar="DIR", help=f"write {REPORT_FILE} here")
+    parser.add_argument(
+        "--limit", type=_count, default=100, metavar="N", help="witnesses kept (default 100)"
+    )
+    parser.add_argument(
+        "--noise-limit",
+        type=_count,
+        default=NOISE_LIMIT,
+        metavar="N",
+        help=f"witnesses examined to find noisy keys (default {NOISE_LIMIT})",
+    )
+    parser.add_argument("--trigger", choices=TRIGGERS, default="manual", help="what started it")
+    parser.add_argument("--reference-version", metavar="V", help="the reference's version")
+    parser.add_argument("--candidate-version", metavar="V", help="the candidate's version")
+    parser.add_argument("--dag-id", metavar="D", help="the Airflow DAG that ran it")
+    parser.add_argument("--dag-run-id", metavar="R", help="the Airflow DAG run")
+    parser.add_argument("--task-try", type=_count, metavar="N", help="the Airflow task try")
+    parser.add_argument("--slice-json", metavar="JSON", help="the input slice, a JSON object")
+    parser.add_argument(
+        "--record-only",
+        action="store_true",
+        help="exit 0 whenever the verdict was recorded (the gate decides later)",
+    )
     parser.add_argument(
         "--common-columns",
         action="store_true",
@@ -50,35 +94,115 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The arguments, checked beyond what argparse can say (exits 2 with one line)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (args.dag_id is None) != (args.dag_run_id is None):
+        parser.error("--dag-id and --dag-run-id go together")
+    if args.slice_json is not None:
+        try:
+            args.slice = json.loads(args.slice_json)
+        except ValueError as exc:
+            parser.error(f"--slice-json: not JSON: {exc}")
+        if not isinstance(args.slice, dict):
+            parser.error("--slice-json: expected a JSON object")
+    else:
+        args.slice = None
+    return args
+
+
+def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
+    """The run as it begins: its key, what started it, and the documents kept with it (the
+    slice; the spec's file, dependence, gate policy and expectation suites)."""
+    run_id = args.run_id
+    if run_id is None and args.dag_id is not None:
+        run_id = f"{args.dag_id}/{args.dag_run_id}"
+    return RunStart(
+        run_id=run_id or f"match-{uuid.uuid4().hex[:12]}",
+        validation=spec.name,
+        trigger=args.trigger,
+        reference_version=args.reference_version,
+        candidate_version=args.candidate_version,
+        slice=args.slice,
+        spec={
+            "file": spec.source,
+            "dependence": spec.build_dependence().describe(),
+            "gate": spec.gate.model_dump(mode="json"),
+            "expectations": list(spec.expectations.suites),
+            "reference_runs": 1 + len(args.rerun_reference),
+        },
+        dag_id=args.dag_id,
+        dag_run_id=args.dag_run_id,
+        task_try=args.task_try,
+        engine="spark",
+    )
+
+
+def build_outcome(result: NoisyComparison, report_path: str | None) -> RunOutcome:
+    """What the store keeps of the comparison: verdict (``noisy`` too), witnesses flagged
+    when noise explains them, the noise report, statistics."""
+    verdict, report = result.verdict, result.report
+    stats: dict[str, Any] = {
+        **verdict.to_dict()["side_stats"],
+        "seconds": round(result.seconds, 3),
+    }
+    if report is not None:
+        stats["noise_seconds"] = round(result.noise_seconds, 3)
+    return RunOutcome.from_verdict(
+        verdict,
+        verdict_name=result.status,
+        noisy_ordinals=() if report is None else report.noisy_ordinals(),
+        stats=stats,
+        noise=None if report is None else report.to_dict(),
+        report_path=report_path,
+    )
+
+
+def verdict_document(run_id: str, result: NoisyComparison) -> dict[str, Any]:
+    """What ``--json-out`` and ``--report-dir`` write: the verdict, and the noise report."""
+    report = result.report
+    return {
+        "run_id": run_id,
+        **result.verdict.to_dict(),
+        "verdict": result.status,
+        "noise": None if report is None else report.to_dict(),
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     try:
         spec = load_spec(args.spec)
         store = Store.open(args.db)
     except ParityError as exc:
         return _fail(exc)
-    run_id = args.run_id or f"match-{uuid.uuid4().hex[:12]}"
-    start = RunStart(
-        run_id=run_id,
-        validation=spec.name,
-        trigger=args.trigger,
-        engine="spark",
-        spec={"file": spec.source, "dependence": spec.build_dependence().describe()},
-    )
+    start = build_run_start(args, spec)
+    runs = spec.noise.reference_runs
+    if runs > 1 and not args.rerun_reference:
+        print(f"match: note: noise.reference_runs is {runs} but no --rerun-reference was given")
     try:
         with store.running(start):
-            timed = compare_on_spark(
+            result = compare_with_noise(
                 _session(),
                 spec,
                 args.reference,
                 args.candidate,
+                reruns=args.rerun_reference,
                 limit=args.limit,
+                noise_limit=args.noise_limit,
                 common=args.common_columns,
             )
-            stats = {**timed.verdict.to_dict()["side_stats"], "seconds": round(timed.seconds, 3)}
-            outcome = RunOutcome.from_verdict(timed.verdict, stats=stats)
-            store.record_run(run_id, outcome)
-    except ParityError as exc:
+            # Written before the run is recorded: a file that cannot be written fails the run.
+            _write_documents(args, verdict_document(start.run_id, result))
+            store.record_run(start.run_id, build_outcome(result, args.report_dir))
+    except (ParityError, OSError) as exc:
         return _fail(exc)
     except Exception as exc:  # Spark's own errors: translate at the boundary
         if is_spark_error(exc):
@@ -86,14 +210,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
     finally:
         store.close()
-    if args.json_out:
-        document = {"run_id": run_id, **timed.verdict.to_dict()}
-        text = json.dumps(json_safe(document), allow_nan=False, ensure_ascii=False)
-        Path(args.json_out).write_text(text + "\n", encoding="utf-8")
-    verdict = timed.verdict
+    verdict = result.verdict
     counts = ", ".join(f"{kind} {n}" for kind, n in verdict.counts.items())
-    print(f"match: {run_id}: {verdict.status} ({counts}) in {timed.seconds:.1f}s")
-    return EXIT_EQUIVALENT if verdict.equivalent else EXIT_DIVERGENT
+    print(f"match: {start.run_id}: {result.status} ({counts}) in {result.seconds:.1f}s")
+    if result.report is not None:
+        print(f"match: noise: {result.report.summary()}")
+    return exit_code(result.status, record_only=args.record_only)
+
+
+def exit_code(status: str, *, record_only: bool) -> int:
+    """0 when equivalent (or, with ``--record-only``, whenever recorded), else 1."""
+    return EXIT_EQUIVALENT if record_only or status == "equivalent" else EXIT_DIVERGENT
+
+
+def _write_documents(args: argparse.Namespace, document: Mapping[str, Any]) -> None:
+    text = json.dumps(json_safe(document), allow_nan=False, ensure_ascii=False) + "\n"
+    targets = [Path(args.json_out)] if args.json_out else []
+    if args.report_dir:
+        directory = Path(args.report_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        targets.append(directory / REPORT_FILE)
+    for target in targets:
+        target.write_text(text, encoding="utf-8")
 
 
 def _session() -> Any:

@@ -32,12 +32,16 @@ from matcher.errors import IncompatibleEqualityError, SpecError
 from matcher.spec_schema import (
     DEPENDENCE_FORMS,
     FORMATS,
+    PLACEHOLDERS,
+    RERUN_CONF,
+    SCHEDULE_PRESETS,
     ApplicationSpec,
     BarrierSpec,
     ClassifySpec,
     DependenceSpec,
     EqualitySpec,
     EventTestSpec,
+    ExpectationsSpec,
     GateSpec,
     InputSpec,
     NoiseSpec,
@@ -47,17 +51,23 @@ from matcher.spec_schema import (
     SpecDocument,
     ToleranceSpec,
     TypedSpec,
+    parse_duration,
+    placeholders,
     validate_document,
 )
 
 __all__ = [
     "DEPENDENCE_FORMS",
     "FORMATS",
+    "PLACEHOLDERS",
+    "RERUN_CONF",
+    "SCHEDULE_PRESETS",
     "ApplicationSpec",
     "BarrierSpec",
     "ClassifySpec",
     "DependenceSpec",
     "EqualitySpec",
+    "ExpectationsSpec",
     "GateSpec",
     "InputSpec",
     "NoiseSpec",
@@ -69,8 +79,10 @@ __all__ = [
     "ToleranceSpec",
     "TypedSpec",
     "load_spec",
+    "parse_duration",
     "parse_spec",
     "parse_yaml",
+    "placeholders",
 ]
 
 
@@ -87,7 +99,7 @@ class Spec:
     reference: ApplicationSpec | None
     candidate: ApplicationSpec | None
     input: InputSpec | None
-    expectations: tuple[str, ...]
+    expectations: ExpectationsSpec
     noise: NoiseSpec
     schedule: str | None
     gate: GateSpec

@@ -9,10 +9,11 @@ and builds matcher objects from these values.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping
-from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from string import Formatter
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -26,12 +27,27 @@ from pydantic import (
 )
 
 from matcher.errors import SpecError
+from matcher.spec_problems import first_problem, show
 
 FORMATS = ("parquet", "json", "jsonl", "csv")
 DEPENDENCE_FORMS = ("unordered", "ordered", "key", "typed", "punctuation", "predicate")
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _WINDOW = re.compile(r"^[1-9][0-9]*[smhdw]$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: What an application's args may name: the slice, its output directory, the run workspace.
+PLACEHOLDERS = ("input", "output", "run_dir")
+#: The reference rerun's default Spark configuration (over the reference's own): other
+#: partition counts, and no adaptive coalescing, which would merge small shuffles back to one
+#: partition and hide a partitioning-dependent result.
+RERUN_CONF = {
+    "spark.sql.shuffle.partitions": "7",
+    "spark.default.parallelism": "7",
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+}
+#: Airflow's cron presets that are cron expressions (``@once`` and ``@continuous`` are not).
+SCHEDULE_PRESETS = ("@hourly", "@daily", "@weekly", "@monthly", "@quarterly", "@yearly")
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,?#-]+$")
 
 
 def _listify(value: Any) -> Any:
@@ -51,7 +67,7 @@ def _scalars(value: Any) -> Any:
     values = value if isinstance(value, list) else [value]
     for item in values:
         if not isinstance(item, str | int | float | bool):
-            raise ValueError(f"expected strings, numbers or booleans, got {_show(item)}")
+            raise ValueError(f"expected strings, numbers or booleans, got {show(item)}")
     return values
 
 
@@ -75,20 +91,94 @@ class _Section(BaseModel):
 
 
 class ApplicationSpec(_Section):
-    """A Spark application run by the pipeline (used by the Airflow pipeline)."""
+    """A Spark application the pipeline submits: the file (or artifact URL), its arguments
+    with ``{input}``/``{output}``/``{run_dir}`` placeholders, and its Spark configuration."""
 
     application: Name
+    main_class: Name | None = None
+    py_files: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
+    jars: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
     args: tuple[Text, ...] = ()
     conf: dict[str, Text] = {}
     version: str | None = None
 
+    @field_validator("args")
+    @classmethod
+    def _placeholders(cls, args: tuple[str, ...]) -> tuple[str, ...]:
+        used: set[str] = set()
+        for arg in args:
+            used |= placeholders(arg)
+        if len(used & {"input", "output"}) == 1:
+            given, missing = ("input", "output") if "input" in used else ("output", "input")
+            raise ValueError(
+                f"{{{given}}} is used but {{{missing}}} is not: give both placeholders, or "
+                "neither (then --input SLICE --output OUT are appended)"
+            )
+        return args
+
+    @field_validator("conf")
+    @classmethod
+    def _spark_keys(cls, conf: dict[str, str]) -> dict[str, str]:
+        for key in conf:
+            if not key.startswith("spark."):
+                raise ValueError(f"{key!r}: Spark ignores configuration keys not starting 'spark.'")
+        return conf
+
+    @model_validator(mode="after")
+    def _main_class_needs_a_jar(self) -> ApplicationSpec:
+        if self.main_class is not None and not self.application.lower().endswith(".jar"):
+            raise ValueError(f"'main_class' is for a JAR application, not {self.application!r}")
+        return self
+
+
+def placeholders(arg: str) -> set[str]:
+    """The ``{name}`` placeholders in an application argument (``{{``/``}}`` are braces)."""
+    try:
+        parsed = list(Formatter().parse(arg))
+    except ValueError as exc:
+        raise ValueError(f"{arg!r}: {exc} (write {{{{ and }}}} for literal braces)") from None
+    names = set()
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS or spec or conversion:
+            known = ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+            raise ValueError(
+                f"{arg!r}: unknown placeholder {{{name}}} (known: {known}; write {{{{ and }}}} "
+                "for literal braces)"
+            )
+        names.add(name)
+    return names
+
+
+def parse_duration(text: str) -> dt.timedelta:
+    """``30m``, ``6h``, ``1d``, ``2w`` as a timedelta (the form ``SliceSpec.window`` checks)."""
+    return dt.timedelta(**{_UNITS[text[-1]]: int(text[:-1])})
+
+
+def _aware(value: dt.datetime | None) -> dt.datetime | None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValueError(
+            f"give a time zone, as in {value.isoformat()}Z or {value.isoformat()}+02:00"
+        )
+    return value
+
+
+Instant = Annotated[dt.datetime, AfterValidator(_aware)]
+
 
 class SliceSpec(_Section):
-    """Which part of the replayed input to use: a time window and/or a key-hash sample."""
+    """Which part of the capture a run replays: rows whose ``column`` falls in a time window
+    (fixed by ``start``/``end``, else the run's data interval, ``window`` long), optionally
+    thinned to a stable fraction of keys, written as ``files`` ordered files."""
 
     column: Name | None = None
     window: str | None = None
+    start: Instant | None = None
+    end: Instant | None = None
     sample: Annotated[float, Field(gt=0, le=1)] | None = None
+    key: Columns | None = None
+    files: Annotated[int, Field(ge=1, le=10_000)] = 4
 
     @field_validator("window")
     @classmethod
@@ -101,7 +191,34 @@ class SliceSpec(_Section):
     def _window_needs_column(self) -> SliceSpec:
         if self.window is not None and self.column is None:
             raise ValueError("a window needs the time column it applies to ('column')")
+        if (self.start is not None or self.end is not None) and self.column is None:
+            raise ValueError("'start' and 'end' need the time column they apply to ('column')")
+        if self.start is not None and self.end is not None:
+            if self.window is not None:
+                raise ValueError("give two of 'start', 'end' and 'window', not all three")
+            if self.start >= self.end:
+                raise ValueError(
+                    f"'start' ({self.start.isoformat()}) must be before 'end' "
+                    f"({self.end.isoformat()})"
+                )
+        elif (self.start is None) != (self.end is None) and self.window is None:
+            given = "start" if self.start is not None else "end"
+            raise ValueError(f"'{given}' needs 'window' (or both 'start' and 'end')")
+        if self.key is not None and self.sample is None:
+            raise ValueError("'key' names the columns a sample hashes: it needs 'sample'")
         return self
+
+    def fixed_window(self) -> tuple[dt.datetime, dt.datetime] | None:
+        """The window ``start``/``end`` (and ``window``) fix, or ``None``: the run's data
+        interval chooses."""
+        length = None if self.window is None else parse_duration(self.window)
+        if self.start is not None and self.end is not None:
+            return self.start, self.end
+        if self.start is not None and length is not None:
+            return self.start, self.start + length
+        if self.end is not None and length is not None:
+            return self.end - length, self.end
+        return None
 
 
 class InputSpec(_Section):
@@ -121,9 +238,13 @@ class OutputSpec(_Section):
 
 
 class NoiseSpec(_Section):
-    """Reference reruns: a reference that disagrees with itself makes a verdict noisy."""
+    """Reference reruns: a reference that disagrees with itself makes a verdict noisy. The
+    rerun is the reference with ``conf`` laid over its Spark configuration (by default other
+    partition counts, so that partitioning-dependent results show) and ``args`` appended."""
 
-    reference_runs: Annotated[int, Field(ge=1)] = 1
+    reference_runs: Annotated[int, Field(ge=1, le=2)] = 1
+    conf: dict[str, Text] = dict(RERUN_CONF)
+    args: tuple[Text, ...] = ()
 
 
 class GateSpec(_Section):
@@ -210,7 +331,7 @@ class DependenceSpec(_Section):
         if isinstance(value, str) and value in ("unordered", "ordered"):
             return {value: True}
         if not isinstance(value, Mapping):
-            raise ValueError(f"expected 'unordered', 'ordered' or a mapping, got {_show(value)}")
+            raise ValueError(f"expected 'unordered', 'ordered' or a mapping, got {show(value)}")
         return value
 
     @model_validator(mode="after")
@@ -253,6 +374,51 @@ class EqualitySpec(_Section):
         return self
 
 
+class DerivedExpectationsSpec(_Section):
+    """Expectations computed from the reference output's profile and run on the candidate's:
+    row count, key columns non-null / unique / distinct count, numeric ranges and null
+    fractions, each within its tolerance (fractions: 0.01 is 1%)."""
+
+    enabled: bool = True
+    row_count_tolerance: NonNegative = 0.01
+    key_count_tolerance: NonNegative = 0.01
+    range_tolerance: NonNegative = 0.0
+    null_fraction_tolerance: NonNegative = 0.01
+    ignore: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
+
+
+Side = Literal["candidate", "reference"]
+
+
+class ExpectationsSpec(_Section):
+    """Great Expectations suites (JSON files) to run on the outputs, and derived expectations.
+
+    A list (or one path) is the suites alone: ``expectations: [expectations/suites/a.json]``.
+    """
+
+    suites: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
+    sides: Annotated[tuple[Side, ...], BeforeValidator(_listify), Field(min_length=1)] = (
+        "candidate",
+    )
+    derived: DerivedExpectationsSpec = DerivedExpectationsSpec()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: Any) -> Any:
+        if isinstance(value, str | list | tuple):
+            return {"suites": value}
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a list of suite files or a mapping, got {show(value)}")
+        return value
+
+    @field_validator("sides")
+    @classmethod
+    def _distinct(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(value)) != len(value):
+            raise ValueError(f"a side is listed twice: {', '.join(value)}")
+        return value
+
+
 class SpecDocument(_Section):
     """The whole file, as validated; ``Spec`` adds where it came from and its functions."""
 
@@ -263,7 +429,7 @@ class SpecDocument(_Section):
     output: OutputSpec = OutputSpec()
     dependence: DependenceSpec
     equality: EqualitySpec = EqualitySpec()
-    expectations: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
+    expectations: ExpectationsSpec = ExpectationsSpec()
     noise: NoiseSpec = NoiseSpec()
     schedule: Name | None = None
     gate: GateSpec = GateSpec()
@@ -275,120 +441,46 @@ class SpecDocument(_Section):
             raise ValueError(f"use letters, digits, '_', '-' and '.', got {value!r}")
         return value
 
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str | None) -> str | None:
+        if value is None or value in SCHEDULE_PRESETS:
+            return value
+        fields = value.split()
+        if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+            raise ValueError(
+                f"expected a cron expression (5 fields, as '0 2 * * *') or one of "
+                f"{', '.join(SCHEDULE_PRESETS)}, got {value!r}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _pipeline(self) -> SpecDocument:
+        # Checks across sections: the message names its key (the location is the document).
+        chosen = self.input.slice if self.input is not None else None
+        sampled = chosen is not None and chosen.sample is not None and chosen.key is None
+        if sampled and self.dependence.key is None:
+            raise ValueError(
+                "input.slice.key: a sample hashes key columns: name them (the dependence "
+                "has no key to default to)"
+            )
+        if self.reference is not None and self.noise.reference_runs > 1:
+            rerun = {**self.reference.conf, **self.noise.conf}
+            if rerun == self.reference.conf and not self.noise.args:
+                raise ValueError(
+                    "noise.conf: the rerun would repeat the reference exactly; give Spark "
+                    "configuration (or noise.args) that differs from the reference's"
+                )
+        return self
+
 
 def validate_document(data: Any, source: str) -> SpecDocument:
     """Validate parsed YAML; the first problem becomes a ``SpecError`` naming ``source``."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise SpecError(f"{source}: expected a mapping of sections, got {_show(data)}")
+        raise SpecError(f"{source}: expected a mapping of sections, got {show(data)}")
     try:
         return SpecDocument.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(f"{source}: {_first_problem(exc)}") from exc
-
-
-# --- one line per validation problem ---------------------------------------------------
-
-_EXPECTED = {
-    "string_type": "a string",
-    "list_type": "a list",
-    "tuple_type": "a list",
-    "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-    "bool_type": "true or false",
-    "bool_parsing": "true or false",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "finite_number": "a finite number",
-}
-_BOUNDS = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<="}
-_BOUND_KEYS = {"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le"}
-
-
-def _first_problem(exc: ValidationError) -> str:
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    loc = tuple(first["loc"])
-    key = _dotted(loc)
-    problem = _problem(first, loc)
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{key}: {problem}{more}" if key else f"{problem}{more}"
-
-
-def _problem(error: Any, loc: tuple[Any, ...]) -> str:
-    kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
-    if kind == "missing":
-        return "required key is missing"
-    if kind == "extra_forbidden":
-        known = _known_keys(loc[:-1])
-        return "unknown key" + (f" (expected one of: {', '.join(known)})" if known else "")
-    if kind in _EXPECTED:
-        hint = " (quote it)" if kind == "string_type" and isinstance(value, int | float) else ""
-        return f"expected {_EXPECTED[kind]}, got {_show(value)}{hint}"
-    if kind == "literal_error":
-        return f"expected {ctx.get('expected')}, got {_show(value)}"
-    if kind in ("too_short", "string_too_short"):
-        return "must not be empty"
-    if kind in _BOUNDS:
-        return f"must be {_BOUNDS[kind]} {ctx.get(_BOUND_KEYS[kind])}, got {_show(value)}"
-    if kind in ("value_error", "assertion_error") and "error" in ctx:
-        return str(ctx["error"])
-    return str(error["msg"])
-
-
-def _dotted(loc: tuple[Any, ...]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
-
-
-def _known_keys(loc: tuple[Any, ...]) -> list[str]:
-    """The keys allowed at ``loc``, found by walking the models' annotations."""
-    annotation: Any = SpecDocument
-    for part in loc:
-        annotation = _unwrap(annotation)
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            info = annotation.model_fields.get(str(part))
-            annotation = None if info is None else info.annotation
-        elif get_origin(annotation) is dict:
-            annotation = get_args(annotation)[1]
-        elif get_origin(annotation) is tuple:
-            annotation = get_args(annotation)[0]
-        else:
-            return []
-    annotation = _unwrap(annotation)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return list(annotation.model_fields)
-    return []
-
-
-def _unwrap(annotation: Any) -> Any:
-    while True:
-        origin = get_origin(annotation)
-        if origin is Annotated:
-            annotation = get_args(annotation)[0]
-        elif origin is Union or origin is UnionType:
-            rest = [a for a in get_args(annotation) if a is not type(None)]
-            if len(rest) != 1:
-                return annotation
-            annotation = rest[0]
-        else:
-            return annotation
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    return repr(value)
+        raise SpecError(f"{source}: {first_problem(exc, SpecDocument)}") from exc

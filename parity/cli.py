@@ -2,6 +2,10 @@
 
     parity compare REFERENCE CANDIDATE --spec SPEC.yaml [--json] [--limit N]
                    [--engine auto|core|spark]
+    parity gate VALIDATION [--candidate VERSION] [--db URL] [--json]   (parity.gate)
+    parity report RUN_ID [--html PATH] [--json] [--db URL]            (parity.report_cli)
+    parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
+                   [--limit N] [--json] [--db URL]                     (parity.history)
 
 Exit codes: 0 equivalent, 1 divergent, 2 error (bad spec, unreadable output, bad usage).
 An error is one line on stderr, ``parity: error: <message>``, never a traceback: the
@@ -24,8 +28,11 @@ from matcher.online import StreamMatcher
 from matcher.spec import Spec, load_spec
 from matcher.verdict import Verdict
 from parity import __version__
+from parity.gate import add_gate_command
+from parity.history import add_history_parser
 from parity.readers import read_columns, read_events
 from parity.render import Comparison, render_json, render_text
+from parity.report_cli import add_report_parser
 
 EXIT_EQUIVALENT = 0
 EXIT_DIVERGENT = 1
@@ -71,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
         "either output is a directory, core otherwise",
     )
     compare.set_defaults(run=run_compare)
+    add_gate_command(commands)
+    add_report_parser(commands)
+    add_history_parser(commands)
     return parser
 
 

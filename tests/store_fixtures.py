@@ -285,6 +285,8 @@ def expected_record() -> RunRecord:
         task_try=1,
         engine="spark",
         report_path="/reports/taxi/run-1.html",
+        expectations_total=2,
+        expectations_failed=1,
         slice={"column": "event_time", "from": "2026-01-01", "window": "1d"},
         spec={"name": "taxi_distance", "dependence": {"key": ["id"]}, "note": HOSTILE},
         stats={

@@ -13,12 +13,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from matcher.store import Store
+from matcher.spec import load_spec
+from matcher.store import RunStart, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture (in-process runs)
 
 SPEC = """\
 name: taxi_job
@@ -181,3 +183,228 @@ def test_a_bad_spec_is_one_line_before_spark_starts(tmp_path: Path, job: dict[st
     assert result.returncode == 2
     assert "Traceback" not in output(result)
     assert f"match: error: {bad}: equality.ignore:" in output(result)
+
+
+# -- noise, the pipeline's flags ------------------------------------------------------------
+
+
+def swap(rows: list[dict[str, Any]], i: int, j: int) -> list[dict[str, Any]]:
+    swapped = [dict(r) for r in rows]
+    swapped[i], swapped[j] = swapped[j], swapped[i]
+    return swapped
+
+
+# A reference that is itself non-deterministic: run again, it emits taxi T1's first two
+# positions the other way round (rows 0 and 3), and T3's last km differently (row 14). Its
+# emission times differ everywhere, which the equality ignores: that is not noise.
+RERUN = [{**r, "emitted_at": r["emitted_at"] + 1} for r in swap(REFERENCE, 0, 3)]
+RERUN[14]["km"] = 999.0
+
+
+def test_a_candidate_diverging_only_where_the_reference_is_noisy_is_noisy(
+    tmp_path: Path, job: dict[str, Any]
+) -> None:
+    write_output(tmp_path / "rerun", RERUN, files=3)
+    candidate = swap(REFERENCE, 0, 3)  # T1 reordered as in the rerun
+    candidate[4]["km"] = -1.0  # T2's km corrupted: km is a noisy column
+    write_output(tmp_path / "candidate", candidate)
+    slice_json = '{"column": "event_time", "start": "2026-01-01T00:00:00+00:00"}'
+    result = submit(
+        tmp_path,
+        *("--reference", str(job["reference"]), "--candidate", str(tmp_path / "candidate")),
+        *("--rerun-reference", str(tmp_path / "rerun"), "--spec", str(job["spec"])),
+        *("--db", job["db"], "--record-only", "--trigger", "scheduled"),
+        *("--reference-version", "v1", "--candidate-version", "v2"),
+        *("--dag-id", "parity_taxi", "--dag-run-id", "scheduled__2026-01-02", "--task-try", "2"),
+        *("--slice-json", slice_json, "--report-dir", str(tmp_path / "report")),
+        *("--json-out", str(tmp_path / "verdict.json")),
+    )
+    assert result.returncode == 0, output(result)[-3000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("match: ")]
+    assert lines[0].startswith(
+        "match: parity_taxi/scheduled__2026-01-02: noisy "
+        "(loss 0, duplication 0, reordering 1, corruption 1) in "
+    )
+    assert lines[1] == (
+        "match: noise: all 2 divergences are explained by noise: 1 noisy key, 1 noisy column"
+        " (2 divergences of the reference from its rerun)"
+    )
+    with Store(job["db"]) as store:
+        run = store.get_run("parity_taxi/scheduled__2026-01-02")
+    assert run is not None
+    assert (
+        run.status,
+        run.verdict,
+        run.gate_passed,
+        run.trigger,
+        run.reference_version,
+        run.candidate_version,
+        run.dag_id,
+        run.dag_run_id,
+        run.task_try,
+        run.report_path,
+    ) == (
+        "completed",
+        "noisy",
+        None,
+        "scheduled",
+        "v1",
+        "v2",
+        "parity_taxi",
+        "scheduled__2026-01-02",
+        2,
+        str(tmp_path / "report"),
+    )
+    assert run.slice == {"column": "event_time", "start": "2026-01-01T00:00:00+00:00"}
+    assert run.spec == {
+        "file": str(job["spec"]),
+        "dependence": "by_key(taxi_id)",
+        "gate": {"require": "equivalent", "allow_noisy": False, "expectations": True},
+        "expectations": [],
+        "reference_runs": 2,
+    }
+    assert [(d.kind, d.key, d.columns, d.noisy) for d in run.divergences] == [
+        ("reordering", "T1", (), True),
+        ("corruption", "T2", ("km",), True),
+    ]
+    assert run.noise is not None
+    assert {k: v for k, v in run.noise.items() if k != "summary"} == {
+        "verdict": "noisy",
+        "reference_runs": 2,
+        "reference_divergences": 2,
+        "reference_counts": {"loss": 0, "duplication": 0, "reordering": 1, "corruption": 1},
+        "noise_complete": True,
+        "noisy_key_count": 1,
+        "noisy_keys": [{"key": "T1", "order": True, "events": False}],
+        "noisy_columns": ["km"],
+        "candidate_divergences": 2,
+        "checked": 2,
+        "explained": 2,
+        "checked_all": True,
+        "witnesses": [
+            {"ordinal": 0, "explained_by": "order"},
+            {"ordinal": 1, "explained_by": "columns"},
+        ],
+    }
+    document = json.loads((tmp_path / "verdict.json").read_text())
+    assert (document["verdict"], document["equivalent"], document["noise"]) == (
+        "noisy",
+        False,
+        run.noise,
+    )
+    assert (tmp_path / "report" / "match.json").read_text() == (
+        tmp_path / "verdict.json"
+    ).read_text()
+
+
+def test_a_divergence_outside_the_noise_is_divergent(
+    tmp_path: Path, job: dict[str, Any], spark: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jobs.match import main
+
+    write_output(tmp_path / "rerun", RERUN)
+    candidate = swap(REFERENCE, 0, 3)  # explained: T1 is reordered by the reference too
+    del candidate[10]  # T2 seq 4 lost: the reference never lost an event
+    write_output(tmp_path / "candidate", candidate)
+    args = [
+        *("--reference", str(job["reference"]), "--candidate", str(tmp_path / "candidate")),
+        *("--rerun-reference", str(tmp_path / "rerun"), "--spec", str(job["spec"])),
+        *("--db", job["db"], "--run-id", "adhoc-1", "--trigger", "adhoc"),
+    ]
+    assert main([*args, "--record-only"]) == 0  # recorded: the gate decides later
+    out = capsys.readouterr().out
+    assert (
+        "match: noise: 1 of 2 divergences are not explained by noise: 1 noisy key, "
+        "1 noisy column (2 divergences of the reference from its rerun)"
+    ) in out
+    with Store(job["db"]) as store:
+        run = store.get_run("adhoc-1")
+    assert run is not None
+    assert (run.status, run.verdict, run.trigger, dict(run.counts)) == (
+        "completed",
+        "divergent",
+        "adhoc",
+        {"loss": 1, "duplication": 0, "reordering": 1, "corruption": 0},
+    )
+    assert [(d.kind, d.key, d.noisy) for d in run.divergences] == [
+        ("reordering", "T1", True),
+        ("loss", "T2", False),
+    ]
+    assert run.noise is not None
+    assert (run.noise["verdict"], run.noise["explained"], run.noise["checked_all"]) == (
+        "divergent",
+        1,
+        True,
+    )
+
+
+def test_pipeline_flags_become_the_run_start(job: dict[str, Any]) -> None:
+    from jobs.match import build_run_start, parse_args
+
+    spec = load_spec(job["spec"])
+    args = parse_args(
+        [
+            *("--reference", "r", "--candidate", "c", "--spec", str(job["spec"])),
+            *("--rerun-reference", "r2", "--trigger", "adhoc", "--candidate-version", "v9"),
+            *("--dag-id", "parity_taxi", "--dag-run-id", "manual__1", "--task-try", "3"),
+            *("--slice-json", '{"window": "1d", "sample": 0.5}'),
+        ]
+    )
+    assert (args.rerun_reference, args.record_only, args.limit) == (["r2"], False, 100)
+    assert build_run_start(args, spec) == RunStart(
+        run_id="parity_taxi/manual__1",
+        validation="taxi_job",
+        trigger="adhoc",
+        reference_version=None,
+        candidate_version="v9",
+        slice={"window": "1d", "sample": 0.5},
+        spec={
+            "file": str(job["spec"]),
+            "dependence": "by_key(taxi_id)",
+            "gate": {"require": "equivalent", "allow_noisy": False, "expectations": True},
+            "expectations": [],
+            "reference_runs": 2,
+        },
+        dag_id="parity_taxi",
+        dag_run_id="manual__1",
+        task_try=3,
+        engine="spark",
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--dag-id", "d"], "match: error: --dag-id and --dag-run-id go together"),
+        (["--slice-json", "{nope"], "match: error: --slice-json: not JSON: Expecting property"),
+        (["--slice-json", "[1]"], "match: error: --slice-json: expected a JSON object"),
+        (["--trigger", "cron"], "match: error: argument --trigger: invalid choice: 'cron'"),
+        (["--limit", "-1"], "match: error: argument --limit: expected a whole number >= 0"),
+    ],
+)
+def test_bad_pipeline_flags_are_one_line_before_anything_runs(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jobs.match import parse_args
+
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["--reference", "r", "--candidate", "c", "--spec", "s.yaml", *extra])
+    assert exited.value.code == 2
+    (error,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert error.startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("status", "record_only", "code"),
+    [
+        ("equivalent", False, 0),
+        ("divergent", False, 1),
+        ("noisy", False, 1),  # not proven equivalent
+        ("divergent", True, 0),
+        ("noisy", True, 0),
+    ],
+)
+def test_exit_codes(status: str, record_only: bool, code: int) -> None:
+    from jobs.match import exit_code
+
+    assert exit_code(status, record_only=record_only) == code

@@ -305,7 +305,7 @@ def test_the_design_sketch_loads_with_every_section(tmp_path: Path) -> None:
     assert spec.input.slice.sample == 0.1
     assert (spec.output.format, spec.output.order_by) == ("parquet", ("seq",))
     assert spec.dependence.form == "key"
-    assert spec.expectations == ("expectations/taxi_output.json",)
+    assert spec.expectations.suites == ("expectations/taxi_output.json",)
     assert spec.noise.reference_runs == 2
     assert spec.schedule == "@daily"
     assert (spec.gate.require, spec.gate.allow_noisy, spec.gate.expectations) == (
@@ -320,7 +320,7 @@ def test_defaults_of_a_minimal_spec(tmp_path: Path) -> None:
     assert spec.name == "nightly_orders"
     assert (spec.reference, spec.candidate, spec.input, spec.schedule) == (None, None, None, None)
     assert (spec.output.format, spec.output.order_by) == (None, ())
-    assert spec.expectations == ()
+    assert spec.expectations.suites == ()
     assert spec.noise.reference_runs == 1
     assert (spec.gate.require, spec.gate.allow_noisy, spec.gate.expectations) == (
         "equivalent",

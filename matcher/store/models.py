@@ -111,6 +111,7 @@ class Run(Base):
     status: Mapped[str] = mapped_column(String(16))
     verdict: Mapped[str | None] = mapped_column(String(16))
     gate_passed: Mapped[bool | None] = mapped_column(Boolean)
+    gate_reason: Mapped[str | None] = mapped_column(Text)
     error: Mapped[str | None] = mapped_column(Text)
     started_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     finished_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)

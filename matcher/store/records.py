@@ -159,6 +159,7 @@ class RunOutcome:
     finished_at: dt.datetime | None = None
     report_path: str | None = None
     expectations: tuple[ExpectationRecord, ...] | None = None
+    gate_reason: str | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in RUN_VERDICTS:
@@ -184,6 +185,7 @@ class RunOutcome:
         *,
         verdict_name: str | None = None,
         noisy_keys: Iterable[Any] = (),
+        noisy_ordinals: Iterable[int] = (),
         gate_passed: bool | None = None,
         stats: Mapping[str, Any] | None = None,
         noise: Mapping[str, Any] | None = None,
@@ -194,10 +196,12 @@ class RunOutcome:
         """The outcome a ``Verdict`` describes.
 
         ``verdict_name`` overrides the verdict's own (``noisy`` when the noise runs say so);
-        divergences whose key is in ``noisy_keys`` are marked noisy; ``stats`` adds to the
+        divergences whose key is in ``noisy_keys``, or whose index is in ``noisy_ordinals``
+        (``matcher.noise.NoiseReport.noisy_ordinals``), are marked noisy; ``stats`` adds to the
         verdict's own statistics (stream sizes, peak unmatched, detection point, dependence).
         """
         noisy = {_canonical(k) for k in noisy_keys}
+        ordinals = frozenset(noisy_ordinals)
         own_stats: dict[str, Any] = {
             "reference_count": verdict.reference_count,
             "candidate_count": verdict.candidate_count,
@@ -210,7 +214,9 @@ class RunOutcome:
             verdict=verdict_name or verdict.status,
             counts=verdict.counts,
             divergences=tuple(
-                StoredDivergence.from_divergence(d, i, noisy=_canonical(d.key) in noisy)
+                StoredDivergence.from_divergence(
+                    d, i, noisy=i in ordinals or _canonical(d.key) in noisy
+                )
                 for i, d in enumerate(verdict.divergences)
             ),
             column_stats=tuple(
@@ -253,17 +259,30 @@ class RunSummary:
     task_try: int | None
     engine: str
     report_path: str | None
+    #: Why the gate opened or stayed closed (``Store.set_gate``), one line.
+    gate_reason: str | None = field(default=None, kw_only=True)
+    # Keyword-only, so that ``RunRecord`` can add fields without defaults after them.
+    # The input slice (a small JSON document: time column, window, sample) is listed too.
+    slice: Any = field(default=None, kw_only=True)
+    # Counted from the run's expectation results.
+    expectations_total: int = field(default=0, kw_only=True)
+    expectations_failed: int = field(default=0, kw_only=True)
 
     @property
     def duration(self) -> dt.timedelta | None:
         return None if self.finished_at is None else self.finished_at - self.started_at
+
+    @property
+    def expectations_passed(self) -> bool | None:
+        """``True`` when every stored expectation succeeded, ``False`` when one failed,
+        ``None`` when the run has no expectation results (none configured, or not run yet)."""
+        return None if self.expectations_total == 0 else self.expectations_failed == 0
 
 
 @dataclass(frozen=True, slots=True)
 class RunRecord(RunSummary):
     """One run with its documents and evidence, as ``Store.get_run`` returns it."""
 
-    slice: Any
     spec: Any
     stats: Mapping[str, Any] | None
     noise: Mapping[str, Any] | None

@@ -151,6 +151,24 @@ class Store:
             _delete_children(connection, run_id, ExpectationResultRow)
             _insert(connection, ExpectationResultRow, rows.expectation_rows(run_id, results))
 
+    def set_gate(self, run_id: str, passed: bool, reason: str) -> None:
+        """Store the gate's decision on a completed run (``matcher.gate.evaluate``), replacing
+        any earlier one. A run that is running or failed has no verdict to gate: refused."""
+        values = {"gate_passed": passed, "gate_reason": reason.replace("\x00", "\\x00")}
+        action = f"cannot set the gate of run {run_id!r}"
+        with self._transaction(action) as connection:
+            updated = connection.execute(
+                update(Run).where(Run.run_id == run_id, Run.status == "completed").values(values)
+            )
+            if updated.rowcount > 0:
+                return
+            status = connection.execute(
+                select(Run.status).where(Run.run_id == run_id)
+            ).scalar_one_or_none()
+        if status is None:
+            raise UnknownRunError(f"{action}: there is no such run")
+        raise StoreError(f"{action}: it is {status}, not completed")
+
     def mark_failed(self, run_id: str, error: str, *, start: RunStart | None = None) -> None:
         """Mark the run ``failed`` (verdict ``error``, gate closed) and delete its evidence.
 
@@ -163,6 +181,7 @@ class Store:
             "status": "failed",
             "verdict": "error",
             "gate_passed": False,
+            "gate_reason": "the run failed (verdict error)",
             # PostgreSQL's text cannot hold NUL, and an error may quote a bad row verbatim.
             "error": error.replace("\x00", "\\x00"),
             "finished_at": now,
@@ -214,15 +233,15 @@ class Store:
                 )
             }
             document = run._mapping
+            expectations = tuple(map(rows.expectation_record, children[ExpectationResultRow]))
             return RunRecord(
-                **rows.summary_fields(document),
-                slice=document["slice"],
+                **rows.summary_fields(document, expectations),
                 spec=document["spec"],
                 stats=document["stats"],
                 noise=document["noise"],
                 divergences=tuple(map(rows.divergence_record, children[DivergenceRow])),
                 column_stats=tuple(map(rows.column_stat_record, children[ColumnStatRow])),
-                expectations=tuple(map(rows.expectation_record, children[ExpectationResultRow])),
+                expectations=expectations,
             )
 
     def list_runs(

@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import ColumnElement, RowMapping, Select, select
+from sqlalchemy import ColumnElement, RowMapping, Select, false, func, select
 
 from matcher.serialize import json_safe
-from matcher.store.models import Run
+from matcher.store.models import ExpectationResultRow, Run
 from matcher.store.records import (
     ColumnStat,
     ExpectationRecord,
@@ -31,6 +31,7 @@ NO_RESULTS: Mapping[str, Any] = MappingProxyType(
     {
         "verdict": None,
         "gate_passed": None,
+        "gate_reason": None,
         "error": None,
         "finished_at": None,
         "stats": None,
@@ -40,7 +41,8 @@ NO_RESULTS: Mapping[str, Any] = MappingProxyType(
         **dict.fromkeys(KINDS, 0),
     }
 )
-_DOCUMENT_COLUMNS = frozenset({"slice", "spec", "stats", "noise"})
+# Not in a listing; the slice (small) is.
+_DOCUMENT_COLUMNS = frozenset({"spec", "stats", "noise"})
 _SUMMARY_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(
     c for c in Run.__table__.columns if c.name not in _DOCUMENT_COLUMNS
 )
@@ -72,6 +74,7 @@ def outcome_values(outcome: RunOutcome) -> Row:
         "status": "completed",
         "verdict": outcome.verdict,
         "gate_passed": outcome.gate_passed,
+        "gate_reason": outcome.gate_reason,
         "finished_at": outcome.finished_at,
         "stats": json_safe(outcome.stats),
         "noise": json_safe(outcome.noise),
@@ -130,15 +133,38 @@ def expectation_rows(run_id: str, results: Sequence[ExpectationRecord]) -> list[
     ]
 
 
+def _expectation_count(*conditions: ColumnElement[bool]) -> ColumnElement[int]:
+    return (
+        select(func.count())
+        .select_from(ExpectationResultRow)
+        .where(ExpectationResultRow.run_id == Run.run_id, *conditions)
+        .scalar_subquery()
+    )
+
+
 def select_summaries() -> Select[Any]:
-    """``runs`` without its documents (spec, slice, stats, noise): what a listing needs."""
-    return select(*_SUMMARY_COLUMNS)
+    """``runs`` without its documents (spec, stats, noise): what a listing needs, with
+    the run's expectation results counted (all, failed)."""
+    return select(
+        *_SUMMARY_COLUMNS,
+        _expectation_count().label("expectations_total"),
+        _expectation_count(ExpectationResultRow.success == false()).label("expectations_failed"),
+    )
 
 
-def summary_fields(row: RowMapping) -> dict[str, Any]:
-    """The ``RunSummary`` fields of a ``runs`` row."""
+def summary_fields(
+    row: RowMapping, expectations: Sequence[ExpectationRecord] | None = None
+) -> dict[str, Any]:
+    """The ``RunSummary`` fields of a ``runs`` row: a ``select_summaries`` row, or a whole
+    ``runs`` row with the run's ``expectations`` (which the expectation counts come from)."""
     fields = {name: row[name] for name in _SUMMARY_FIELDS}
     fields["counts"] = MappingProxyType({k: row[k] for k in KINDS})
+    if expectations is None:
+        fields["expectations_total"] = row["expectations_total"]
+        fields["expectations_failed"] = row["expectations_failed"]
+    else:
+        fields["expectations_total"] = len(expectations)
+        fields["expectations_failed"] = sum(not e.success for e in expectations)
     return fields
 
 

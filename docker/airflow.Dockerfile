@@ -1,0 +1,23 @@
+# The Airflow image the Parity stack runs in (docker-compose.yaml): Airflow 3.3 on Python
+# 3.11, the Java of the Spark image (spark-submit runs in client mode, so each Spark job's
+# driver runs in the Airflow task's container and talks to the Spark workers), and Parity's
+# Python dependencies exactly as uv.lock pins them. The project itself is mounted at
+# /opt/parity, not copied: edit a DAG or a spec and the DAG processor sees it.
+#
+#   docker compose build
+ARG SPARK_IMAGE=apache/spark:4.3.0-scala2.13-java17-ubuntu
+ARG AIRFLOW_IMAGE=apache/airflow:3.3.2-python3.11
+FROM ${SPARK_IMAGE} AS spark
+
+FROM ${AIRFLOW_IMAGE}
+# The very JRE the Spark master and workers run (Temurin, from the official Spark image).
+COPY --from=spark /opt/java/openjdk /opt/java/openjdk
+ENV JAVA_HOME=/opt/java/openjdk \
+    PATH=/opt/java/openjdk/bin:${PATH}
+
+COPY --chown=airflow:0 pyproject.toml uv.lock /tmp/parity/
+RUN pip install --no-cache-dir uv \
+ && uv export --frozen --no-dev --no-emit-project --no-hashes \
+      --project /tmp/parity -o /tmp/parity/requirements.txt \
+ && pip install --no-cache-dir -r /tmp/parity/requirements.txt \
+ && rm -rf /tmp/parity

@@ -1,0 +1,240 @@
+"""``parity history``: the recorded runs, newest first, as a table or JSON.
+
+    parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
+                   [--limit N] [--json] [--db URL]
+
+One line per run: when it started, the validation, how it was triggered, both versions,
+the input slice, the verdict, its divergences per kind, the expectations met, how long it
+took and its run id (for ``parity report RUN_ID``). Reads ``Store.list_runs``; the Airflow
+plugin's history page shows the same runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+from matcher.serialize import json_safe
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, Alembic) is imported when the command runs
+    from matcher.store import RunSummary
+
+DEFAULT_LIMIT = 50
+#: the store's run verdicts (``matcher.store.records.RUN_VERDICTS``; a test checks they agree)
+VERDICTS = ("equivalent", "divergent", "noisy", "error")
+COLUMNS = (
+    "started",
+    "validation",
+    "trigger",
+    "versions",
+    "slice",
+    "verdict",
+    "divergences",
+    "expectations",
+    "duration",
+    "run id",
+)
+SHORT_KINDS = {"loss": "loss", "duplication": "dup", "reordering": "reord", "corruption": "corr"}
+NONE = "-"
+
+
+def add_history_parser(commands: Any) -> None:
+    """Register ``history`` on the ``parity`` command's subparsers."""
+    history = commands.add_parser(
+        "history",
+        help="list recorded runs, newest first",
+        description="List the runs in the results store, newest first.",
+    )
+    history.add_argument("--validation", metavar="V", help="only this validation's runs")
+    history.add_argument("--verdict", choices=VERDICTS, help="only runs with this verdict")
+    history.add_argument("--trigger", metavar="T", help="only runs triggered so (scheduled, adhoc)")
+    history.add_argument(
+        "--since",
+        type=_date,
+        metavar="YYYY-MM-DD",
+        help="only runs started that day (UTC) or later",
+    )
+    history.add_argument(
+        "--limit",
+        type=_positive,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"at most N runs (default {DEFAULT_LIMIT})",
+    )
+    history.add_argument("--json", action="store_true", help="print one JSON array")
+    history.add_argument(
+        "--db", metavar="URL", help="results database (default: PARITY_DB_URL, ...)"
+    )
+    history.set_defaults(run=run_history)
+
+
+def _date(text: str) -> dt.datetime:
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def run_history(args: argparse.Namespace, out: TextIO) -> int:
+    from matcher.store import Store
+
+    with Store.open(args.db) as store:
+        runs = store.list_runs(
+            validation=args.validation,
+            verdict=args.verdict,
+            trigger=args.trigger,
+            since=args.since,
+            limit=args.limit,
+        )
+    if args.json:
+        document = [history_entry(run) for run in runs]
+        out.write(json.dumps(document, allow_nan=False, ensure_ascii=False) + "\n")
+    elif runs:
+        out.write(render_table([history_row(run) for run in runs]))
+    else:
+        out.write("no runs\n")
+    out.flush()
+    return 0
+
+
+def history_entry(run: RunSummary) -> dict[str, Any]:
+    """One run as ``parity history --json`` prints it."""
+    return {
+        "run_id": run.run_id,
+        "validation": run.validation,
+        "kind": run.kind,
+        "trigger": run.trigger,
+        "status": run.status,
+        "verdict": run.verdict,
+        "gate_passed": run.gate_passed,
+        "versions": {"reference": run.reference_version, "candidate": run.candidate_version},
+        "slice": json_safe(run.slice),
+        "started_at": run.started_at.isoformat(),
+        "finished_at": None if run.finished_at is None else run.finished_at.isoformat(),
+        "duration_seconds": None if run.duration is None else run.duration.total_seconds(),
+        "counts": dict(run.counts),
+        "total_divergences": run.total_divergences,
+        "expectations": {
+            "passed": run.expectations_passed,
+            "total": run.expectations_total,
+            "failed": run.expectations_failed,
+        },
+        "dag_id": run.dag_id,
+        "dag_run_id": run.dag_run_id,
+        "error": run.error,
+    }
+
+
+def history_row(run: RunSummary) -> tuple[str, ...]:
+    """The table cells of one run, in ``COLUMNS`` order."""
+    return tuple(
+        _printable(cell)
+        for cell in (
+            f"{run.started_at.astimezone(dt.UTC):%Y-%m-%d %H:%M}",
+            run.validation,
+            run.trigger,
+            f"{run.reference_version or NONE} -> {run.candidate_version or NONE}",
+            describe_slice(run.slice),
+            run.verdict or run.status,
+            describe_counts(run.counts),
+            describe_expectations(run),
+            describe_duration(run.duration),
+            run.run_id,
+        )
+    )
+
+
+def describe_slice(slice_: Any) -> str:
+    """``event_time 2024-05-01 00:00..2024-05-02 00:00 sample=0.25``: the replayed window
+    and key sample; a slice without them shows its other values (``window=1d``)."""
+    if slice_ is None:
+        return NONE
+    if not isinstance(slice_, Mapping):
+        return json.dumps(slice_, ensure_ascii=False)
+    parts = []
+    start, end = slice_.get("start"), slice_.get("end")
+    if start is not None or end is not None:
+        column = slice_.get("column") or "time"
+        parts.append(f"{column} {_instant(start)}..{_instant(end)}")
+    if slice_.get("sample") is not None:
+        parts.append(f"sample={_text(slice_['sample'])}")
+    if not parts:  # an unusual slice: its scalars, in its order
+        parts = [
+            f"{name}={_text(value)}"
+            for name, value in slice_.items()
+            if value is not None and not isinstance(value, Mapping | list)
+        ]
+    return " ".join(parts) or NONE
+
+
+def _instant(value: Any) -> str:
+    if not isinstance(value, str):
+        return "" if value is None else _text(value)
+    try:
+        at = dt.datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if at.tzinfo is not None:
+        at = at.astimezone(dt.UTC)
+    return f"{at:%Y-%m-%d %H:%M}"
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def describe_counts(counts: Mapping[str, int]) -> str:
+    """``loss 4, reord 1``: the kinds that occurred, or ``0``."""
+    found = [f"{SHORT_KINDS.get(kind, kind)} {n}" for kind, n in counts.items() if n]
+    return ", ".join(found) or "0"
+
+
+def describe_expectations(run: RunSummary) -> str:
+    """``met 5/5`` or ``FAILED 2/5`` (failed of total), ``-`` when none were recorded."""
+    if run.expectations_passed is None:
+        return NONE
+    total = run.expectations_total
+    if run.expectations_passed:
+        return f"met {total}/{total}"
+    return f"FAILED {run.expectations_failed}/{total}"
+
+
+def describe_duration(duration: dt.timedelta | None) -> str:
+    if duration is None:
+        return NONE
+    seconds = round(duration.total_seconds())
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{seconds:02d}s"
+    return f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def render_table(rows: Sequence[tuple[str, ...]]) -> str:
+    """Left-aligned columns, two spaces apart, under an upper-case header."""
+    header = tuple(name.upper() for name in COLUMNS)
+    widths = [max(len(row[i]) for row in (header, *rows)) for i in range(len(COLUMNS))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+             for row in (header, *rows)]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _printable(text: str) -> str:
+    """Control characters (a terminal escape in a version label) shown as escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -1,0 +1,361 @@
+"""The run report: one stored run as a JSON document and as a self-contained HTML page.
+
+    parity report RUN_ID [--html PATH] [--json] [--db URL]
+
+    from parity.report import render_report_html, report_document
+    record = Store.open().get_run("parity__taxi/scheduled__2026-01-02")
+    document = report_document(record)          # JSON-safe dict
+    page = render_report_html(record, links={"Airflow DAG run": "/dags/parity__taxi/runs/x"})
+
+The page answers, in order: the verdict (and whether the gate opened); what was compared
+(validation, both versions, input slice, timings); how much noise the reference showed and
+which divergences it explains; counts per kind; per-side row, key and barrier counts; the
+columns that differed most; each witness as a side-by-side diff of the reference and the
+candidate event with the differing columns highlighted; the expectation results per suite
+with a link to the Great Expectations Data Docs.
+
+The page needs no network: inline CSS, no script, no external resource. Every value that
+came from data (events, keys, column names, versions, errors, expectation results) is
+escaped by Jinja2's autoescaping (``parity/templates/report.html.j2``); nothing is marked
+safe. ``links`` are the caller's (the Airflow plugin's) URLs, shown as given (escaped too).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import PurePosixPath
+from typing import Any
+
+import jinja2
+
+from expectations import DATA_DOCS_DIR
+from matcher.serialize import json_safe
+from matcher.store import ExpectationRecord, RunRecord, StoredDivergence
+from matcher.verdict import KINDS, Divergence
+
+#: the ``links`` key whose URL replaces the default link to the Data Docs
+DATA_DOCS_LINK = "data_docs"
+#: longest value shown in a witness table cell; longer ones end in "..."
+VALUE_WIDTH = 200
+MISSING = "—"
+SIDES = ("reference", "candidate")
+#: noisy keys (and other lists in the noise report) shown on the page; the rest are counted
+NOISE_ITEMS = 20
+
+
+def report_document(record: RunRecord) -> dict[str, Any]:
+    """The run as one JSON-safe document (what ``parity report --json`` prints)."""
+    return {
+        "run_id": record.run_id,
+        "validation": record.validation,
+        "kind": record.kind,
+        "trigger": record.trigger,
+        "engine": record.engine,
+        "status": record.status,
+        "verdict": record.verdict,
+        "gate_passed": record.gate_passed,
+        "gate_reason": record.gate_reason,
+        "error": record.error,
+        "versions": {
+            "reference": record.reference_version,
+            "candidate": record.candidate_version,
+        },
+        "slice": json_safe(record.slice),
+        "timings": {
+            "started_at": record.started_at.isoformat(),
+            "finished_at": None if record.finished_at is None else record.finished_at.isoformat(),
+            "duration_seconds": (
+                None if record.duration is None else record.duration.total_seconds()
+            ),
+        },
+        "counts": {kind: record.counts[kind] for kind in KINDS},
+        "total_divergences": record.total_divergences,
+        "noise": _noise(record),
+        "sides": _sides(record.stats),
+        "stats": json_safe(record.stats),
+        "column_stats": [
+            {"column": c.column, "mismatches": c.mismatches, "extra": json_safe(c.extra)}
+            for c in sorted(record.column_stats, key=lambda c: (-c.mismatches, c.column))
+        ],
+        "divergences": [_divergence(d, _explanations(record.noise)) for d in record.divergences],
+        "expectations": _expectations(record),
+        "airflow": {
+            "dag_id": record.dag_id,
+            "dag_run_id": record.dag_run_id,
+            "task_try": record.task_try,
+        },
+        "report_path": record.report_path,
+        "spec": json_safe(record.spec),
+    }
+
+
+def data_docs_path(record: RunRecord) -> str | None:
+    """Where the expectations step wrote the run's Data Docs (``None``: no results)."""
+    if record.report_path is None or not record.expectations:
+        return None
+    return str(PurePosixPath(record.report_path) / DATA_DOCS_DIR / "index.html")
+
+
+def _noise(record: RunRecord) -> dict[str, Any] | None:
+    """The noise the reference showed, and which stored witnesses it explains."""
+    explained = [d.ordinal for d in record.divergences if d.noisy]
+    if record.noise is None and not explained:
+        return None
+    noise = json_safe(record.noise) or {}
+    return {
+        **noise,
+        "explained_divergences": explained,
+        "unexplained_divergences": [d.ordinal for d in record.divergences if not d.noisy],
+    }
+
+
+def _sides(stats: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Per-side statistics, as the match job stores its ``side_stats``: the ``reference``,
+    ``candidate`` and ``rerun*`` entries of the run's stats that are mappings."""
+    return {
+        side: dict(values)
+        for side, values in (stats or {}).items()
+        if (side in SIDES or side.startswith("rerun")) and isinstance(values, Mapping)
+    }
+
+
+def _explanations(noise: Mapping[str, Any] | None) -> dict[int, Any]:
+    """What explained each stored witness, by ordinal (the noise report's ``witnesses``)."""
+    entries = (noise or {}).get("witnesses")
+    if not isinstance(entries, list):
+        return {}
+    return {
+        e["ordinal"]: e.get("explained_by")
+        for e in entries
+        if isinstance(e, Mapping) and isinstance(e.get("ordinal"), int)
+    }
+
+
+def _divergence(d: StoredDivergence, explanations: Mapping[int, Any]) -> dict[str, Any]:
+    ref, cand = d.reference_event, d.candidate_event
+    names = list(ref or {}) + [name for name in cand or {} if name not in (ref or {})]
+    differing = set(d.columns)
+    diff = []
+    for name in names:
+        row: dict[str, Any] = {"column": name, "differs": name in differing}
+        if ref is not None and name in ref:
+            row["reference"] = ref[name]
+        if cand is not None and name in cand:
+            row["candidate"] = cand[name]
+        diff.append(row)
+    return {
+        "ordinal": d.ordinal,
+        "kind": d.kind,
+        "key": d.key,
+        "noisy": d.noisy,
+        "explained_by": json_safe(explanations.get(d.ordinal)),
+        "reference_position": d.reference_position,
+        "candidate_position": d.candidate_position,
+        "partner_reference_position": d.partner_reference_position,
+        "partner_candidate_position": d.partner_candidate_position,
+        "columns": list(d.columns),
+        "explanation": _explain(d),
+        "reference_event": ref,
+        "candidate_event": cand,
+        "diff": diff,
+    }
+
+
+def _explain(d: StoredDivergence) -> str:
+    if d.kind not in KINDS:  # a later kind of run may store others
+        return d.kind
+    return Divergence(
+        d.kind,
+        d.key,
+        d.reference_position,
+        d.candidate_position,
+        d.reference_event,
+        d.candidate_event,
+        d.columns,
+        d.partner_reference_position,
+        d.partner_candidate_position,
+    ).explain()
+
+
+def _expectations(record: RunRecord) -> dict[str, Any]:
+    suites: list[dict[str, Any]] = []
+    for result in record.expectations:
+        if not suites or (suites[-1]["suite"], suites[-1]["side"]) != (result.suite, result.side):
+            suites.append(
+                {"suite": result.suite, "side": result.side, "success": True, "results": []}
+            )
+        suites[-1]["success"] = suites[-1]["success"] and result.success
+        suites[-1]["results"].append(_expectation(result))
+    return {
+        "passed": record.expectations_passed,
+        "total": record.expectations_total,
+        "failed": record.expectations_failed,
+        "data_docs": data_docs_path(record),
+        "suites": suites,
+    }
+
+
+def _expectation(result: ExpectationRecord) -> dict[str, Any]:
+    return {
+        "expectation_type": result.expectation_type,
+        "kwargs": json_safe(result.kwargs),
+        "success": result.success,
+        "observed": json_safe(result.observed),
+        "details": json_safe(result.details),
+    }
+
+
+# -- HTML ------------------------------------------------------------------------------------
+
+
+def render_report_html(record: RunRecord, *, links: Mapping[str, str] = {}) -> str:
+    """The run as one self-contained HTML page (a ``str``; write it as UTF-8).
+
+    ``links`` maps a label to a URL shown at the top of the page (the Airflow DAG run, the
+    history page); ``links["data_docs"]``, when given, is the Data Docs URL instead of the
+    run's report folder (``Run.report_path``/data_docs/index.html).
+    """
+    document = report_document(record)
+    data_docs = links.get(DATA_DOCS_LINK, document["expectations"]["data_docs"])
+    template = _environment().get_template("report.html.j2")
+    return template.render(
+        doc=document,
+        kinds=KINDS,
+        links=[(label, url) for label, url in links.items() if label != DATA_DOCS_LINK],
+        data_docs=data_docs,
+        witnesses=[_witness_view(d, record.total_divergences) for d in document["divergences"]],
+        side_metrics=_side_metrics(document["sides"]),
+        scalar_stats=_scalar_stats(document["stats"]),
+        noise_rows=_noise_rows(document["noise"]),
+    )
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("parity", "templates"),
+        autoescape=True,  # every {{ }} is escaped; the template never uses |safe
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    environment.filters["show"] = show
+    environment.filters["when"] = _when
+    environment.filters["duration"] = _duration
+    environment.filters["compact"] = compact
+    return environment
+
+
+def show(value: Any) -> str:
+    """A data value as one line: strings quoted (``repr``), null/true/false as in JSON, long
+    values cut to ``VALUE_WIDTH`` (the text report's convention, wider)."""
+    if value is None:
+        text = "null"
+    elif isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, dict | list):
+        text = compact(value)
+    else:
+        text = repr(value)
+    return text if len(text) <= VALUE_WIDTH else text[: VALUE_WIDTH - 3] + "..."
+
+
+def compact(value: Any) -> str:
+    """A JSON document on one line (kwargs, observed values, slices)."""
+    return json.dumps(json_safe(value), ensure_ascii=False, separators=(", ", ": "))
+
+
+def _when(iso: str | None) -> str:
+    if iso is None:
+        return MISSING
+    at = dt.datetime.fromisoformat(iso).astimezone(dt.UTC)
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return MISSING
+    minutes, rest = divmod(seconds, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    if hours:
+        return f"{hours}h {minutes}m {rest:.0f}s"
+    return f"{minutes}m {rest:.1f}s" if minutes else f"{rest:.1f}s"
+
+
+def _witness_view(d: Mapping[str, Any], total: int) -> dict[str, Any]:
+    key = "" if d["key"] is None else f", key {show(d['key'])}"
+    near_ref = "near " if d["kind"] == "duplication" else ""
+    near_cand = "near " if d["kind"] == "loss" else ""
+    title = (
+        f"Divergence {d['ordinal'] + 1} of {total}: {d['kind']}{key}, "
+        f"reference {near_ref}#{_position(d['reference_position'])}, "
+        f"candidate {near_cand}#{_position(d['candidate_position'])}"
+    )
+    rows = [
+        {
+            "column": row["column"],
+            "differs": row["differs"],
+            "reference": show(row["reference"]) if "reference" in row else MISSING,
+            "candidate": show(row["candidate"]) if "candidate" in row else MISSING,
+            "reference_absent": "reference" not in row,
+            "candidate_absent": "candidate" not in row,
+        }
+        for row in d["diff"]
+    ]
+    return {**d, "title": title, "rows": rows}
+
+
+def _position(position: int | None) -> str:
+    return "?" if position is None else str(position)
+
+
+def _side_metrics(sides: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
+    """Rows of the per-side table: each metric with its value on every side."""
+    metrics: list[str] = []
+    for values in sides.values():
+        metrics.extend(m for m in values if m not in metrics)
+    return [
+        (metric, [str(values.get(metric, MISSING)) for values in sides.values()])
+        for metric in metrics
+    ]
+
+
+def _scalar_stats(stats: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The statistics that are not per side: counts, timings, the dependence."""
+    sides = _sides(stats)
+    return [
+        (name, value if isinstance(value, str) else compact(value))
+        for name, value in (stats or {}).items()
+        if name not in sides
+    ]
+
+
+def _noise_rows(noise: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """The noise report as rows; its summary and per-witness entries are shown elsewhere."""
+    if noise is None:
+        return []
+    elsewhere: Sequence[str] = (
+        "summary", "witnesses", "explained_divergences", "unexplained_divergences",
+    )  # fmt: skip
+    return [(name, _noise_value(value)) for name, value in noise.items() if name not in elsewhere]
+
+
+def _noise_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, list):
+        return compact(value)
+    items = [_noise_item(item) for item in value[:NOISE_ITEMS]]
+    more = f" ... and {len(value) - NOISE_ITEMS} more" if len(value) > NOISE_ITEMS else ""
+    return ", ".join(items) + more if items else "none"
+
+
+def _noise_item(item: Any) -> str:
+    """A noisy key ``{key, order, events}`` as ``'T1' (order, events)``."""
+    if isinstance(item, Mapping) and "key" in item:
+        flags = [flag for flag in ("order", "events") if item.get(flag)]
+        return show(item["key"]) + (f" ({', '.join(flags)})" if flags else "")
+    return show(item)

@@ -1,0 +1,40 @@
+"""The Parity page in the Airflow UI: an Airflow 3 plugin.
+
+Put this file and ``parity_ui/`` (with ``.airflowignore``) in Airflow's plugins folder
+(``[core] plugins_folder``, default ``$AIRFLOW_HOME/plugins``) and restart the API server:
+
+    AIRFLOW__CORE__PLUGINS_FOLDER=$PWD/plugins PARITY_DB_URL=sqlite:////path/parity.db \\
+        airflow api-server
+
+It adds:
+
+* a FastAPI app at ``/parity`` (``parity_ui.app``): run history, trends, run reports and a
+  JSON API, every route behind Airflow's authentication;
+* "Parity" in the Airflow UI's navigation, showing ``/parity/`` inside the UI;
+* a "Parity run" extra link on every ``match`` task instance, to that DAG run's run page.
+
+The results store is the one ``matcher.store.Store.open()`` finds: ``PARITY_DB_URL``, else
+``parity.toml``'s ``[store] url``, else ``$PARITY_HOME/parity.db``.
+"""
+
+from __future__ import annotations
+
+from airflow.plugins_manager import AirflowPlugin
+from parity_ui.app import create_app
+from parity_ui.links import MOUNT, URL_ROUTE, ParityRunLink
+
+
+class ParityPlugin(AirflowPlugin):
+    name = "parity"
+    fastapi_apps = [{"app": create_app(), "url_prefix": MOUNT, "name": "Parity"}]  # noqa: RUF012
+    external_views = [  # noqa: RUF012
+        {
+            "name": "Parity",
+            # Relative: the UI resolves it against Airflow's base URL.
+            "href": f"{MOUNT.lstrip('/')}/",
+            "icon": f"{MOUNT.lstrip('/')}/static/icon.svg",
+            "url_route": URL_ROUTE,
+            "destination": "nav",
+        }
+    ]
+    global_operator_extra_links = [ParityRunLink()]  # noqa: RUF012

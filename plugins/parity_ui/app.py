@@ -1,0 +1,326 @@
+"""The Parity page's FastAPI app: run history, trends, run reports and a JSON API.
+
+``plugins/parity_plugin.py`` mounts it in the Airflow API server at ``/parity``:
+
+    GET /parity/                           history: ?validation= &verdict= &trigger=
+                                           &since=YYYY-MM-DD &until=YYYY-MM-DD &limit= &offset=
+    GET /parity/trends                     trends per validation: ?validation= &runs=N
+    GET /parity/runs/{run_id}              the run's report (``parity.report``)
+    GET /parity/runs/{run_id}/data-docs/…  the run's Great Expectations Data Docs
+    GET /parity/api/runs                   the history as JSON (same filters)
+    GET /parity/api/runs/{run_id}          the run's report document
+    GET /parity/api/trends                 the trends as JSON: ?validation= &runs=N
+    GET /parity/api/validations            every validation with a run
+    GET /parity/api/gate/{validation}      the gate: ?candidate=VERSION
+    GET /parity/static/{name}              the page's CSS, script and icon
+
+Every route depends on Airflow's own authorization check for reading DAG runs
+(``requires_access_dag("GET", DagAccessEntity.RUN)``), which authenticates the caller with
+Airflow's ``get_user``: the JWT in an ``Authorization: Bearer`` header, else the Airflow
+UI's ``_token`` cookie (which the browser sends to the iframe, same origin). No token:
+401; an invalid one or a user who may not read DAG runs: 403. A run id holds a ``/``; it
+is percent-encoded in links and matched as a path here.
+
+The store is ``Store.open(store_url)``: ``PARITY_DB_URL``, ``parity.toml`` or
+``~/.parity/parity.db`` when no URL is given; it is opened at the first request, so that
+a store that is down does not keep Airflow from loading the plugin.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import threading
+from collections.abc import Mapping
+from functools import cache
+from http import HTTPStatus
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import jinja2
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import requires_access_dag
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from markupsafe import Markup
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from expectations import DATA_DOCS_DIR
+from matcher.store import RunRecord, Store, StoreError
+from parity.gate import gate_status
+from parity.report import DATA_DOCS_LINK, render_report_html, report_document
+from parity_ui.filters import (
+    MAX_TREND_RUNS,
+    TRIGGERS,
+    VERDICTS,
+    FilterError,
+    RunFilter,
+    optional_text,
+    parse_run_filter,
+    parse_trend_runs,
+)
+from parity_ui.links import MOUNT
+from parity_ui.trends import KINDS, layout_chart, trend_points
+from parity_ui.views import Roots, history_row, run_entry
+
+HERE = Path(__file__).parent
+STATIC = {
+    "parity.css": "text/css; charset=utf-8",
+    "parity.js": "text/javascript; charset=utf-8",
+    "icon.svg": "image/svg+xml",
+}
+_DATA_DOCS = f"/{DATA_DOCS_DIR.replace('_', '-')}/"
+
+
+class _LazyStore:
+    """The store, opened (and migrated) at first use, then shared by every request."""
+
+    def __init__(self, url: str | None) -> None:
+        self._url = url
+        self._store: Store | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self._store = Store.open(self._url)
+            return self._store
+
+
+def _store(request: Request) -> Store:
+    lazy: _LazyStore = request.app.state.parity_store
+    return lazy()
+
+
+StoreDep = Annotated[Store, Depends(_store)]
+
+
+def create_app(store_url: str | None = None) -> FastAPI:
+    """The app, reading the store at ``store_url`` (``None``: the store's own precedence)."""
+    app = FastAPI(
+        title="Parity",
+        dependencies=[Depends(requires_access_dag("GET", DagAccessEntity.RUN))],
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.parity_store = _LazyStore(store_url)
+
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        return _error(request, exc.status_code, str(exc.detail))
+
+    @app.exception_handler(FilterError)
+    def filter_error(request: Request, exc: FilterError) -> Response:
+        return _error(request, 400, str(exc))
+
+    @app.exception_handler(StoreError)
+    def store_error(request: Request, exc: StoreError) -> Response:
+        return _error(request, 503, f"the Parity results store is unavailable: {exc}")
+
+    @app.get("/", response_class=HTMLResponse)
+    def history(request: Request, store: StoreDep) -> HTMLResponse:
+        wanted = parse_run_filter(request.query_params)
+        roots = _roots(request)
+        runs = store.list_runs(**wanted.store_arguments())
+        return _page(
+            request,
+            "history.html.j2",
+            page="history",
+            filter=wanted,
+            validations=store.validations(),
+            verdicts=VERDICTS,
+            triggers=TRIGGERS,
+            rows=[history_row(run, roots) for run in runs],
+            first=wanted.offset + 1 if runs else 0,
+            last=wanted.offset + len(runs),
+            newer_href=_page_href(roots, wanted, wanted.offset - wanted.limit)
+            if wanted.offset > 0
+            else None,
+            older_href=_page_href(roots, wanted, wanted.offset + wanted.limit)
+            if len(runs) == wanted.limit
+            else None,
+            api_href=_href(f"{roots.plugin}/api/runs", wanted.query()),
+        )
+
+    @app.get("/trends", response_class=HTMLResponse)
+    def trends(request: Request, store: StoreDep) -> HTMLResponse:
+        selected = optional_text(request.query_params, "validation")
+        runs = parse_trend_runs(request.query_params)
+        roots = _roots(request)
+        validations = store.validations()
+        shown = [selected] if selected is not None else validations
+        charts = [
+            {
+                "validation": name,
+                "gate": gate_status(store, name).to_dict(),
+                "chart": layout_chart(
+                    trend_points(store.list_runs(validation=name, limit=runs)), roots
+                ),
+            }
+            for name in shown
+        ]
+        return _page(
+            request,
+            "trends.html.j2",
+            page="trends",
+            validations=validations,
+            selected=selected,
+            runs=runs,
+            max_runs=MAX_TREND_RUNS,
+            kinds=KINDS,
+            verdicts=VERDICTS,
+            trends=charts,
+        )
+
+    @app.get("/runs/{path:path}")
+    def run_page(request: Request, path: str, store: StoreDep) -> Response:
+        run_id, docs, file = path.partition(_DATA_DOCS)
+        record = _get_run(store, run_id)
+        if docs:
+            return _data_docs_file(record, file)
+        roots = _roots(request)
+        page = render_report_html(record, links=_report_links(record, roots))
+        script = Markup('<script src="{}/static/parity.js" defer></script>').format(roots.plugin)
+        return HTMLResponse(page.replace("</head>", f"{script}\n</head>", 1))
+
+    @app.get("/api/runs")
+    def api_runs(request: Request, store: StoreDep) -> dict[str, Any]:
+        wanted = parse_run_filter(request.query_params)
+        roots = _roots(request)
+        runs = store.list_runs(**wanted.store_arguments())
+        return {"filters": wanted.as_dict(), "runs": [run_entry(run, roots) for run in runs]}
+
+    @app.get("/api/runs/{run_id:path}")
+    def api_run(request: Request, run_id: str, store: StoreDep) -> dict[str, Any]:
+        record = _get_run(store, run_id)
+        return {**report_document(record), "links": _report_links(record, _roots(request))}
+
+    @app.get("/api/trends")
+    def api_trends(request: Request, store: StoreDep) -> dict[str, Any]:
+        selected = optional_text(request.query_params, "validation")
+        runs = parse_trend_runs(request.query_params)
+        names = [selected] if selected is not None else store.validations()
+        return {
+            "runs": runs,
+            "validations": [
+                {
+                    "validation": name,
+                    "points": [
+                        point.as_dict()
+                        for point in trend_points(store.list_runs(validation=name, limit=runs))
+                    ],
+                }
+                for name in names
+            ],
+        }
+
+    @app.get("/api/validations")
+    def api_validations(store: StoreDep) -> dict[str, Any]:
+        return {"validations": store.validations()}
+
+    @app.get("/api/gate/{validation}")
+    def api_gate(request: Request, validation: str, store: StoreDep) -> dict[str, Any]:
+        candidate = optional_text(request.query_params, "candidate")
+        return gate_status(store, validation, candidate).to_dict()
+
+    @app.get("/static/{name}")
+    def static(name: str) -> FileResponse:
+        if name not in STATIC:
+            raise HTTPException(404, f"no static file {name!r}")
+        return FileResponse(HERE / "static" / name, media_type=STATIC[name])
+
+    return app
+
+
+def _roots(request: Request) -> Roots:
+    """The plugin's and Airflow's URL roots, from where the app is mounted."""
+    plugin = str(request.scope.get("root_path", "")).rstrip("/")
+    airflow = plugin.removesuffix(MOUNT) if plugin.endswith(MOUNT) else ""
+    return Roots(plugin=plugin, airflow=airflow)
+
+
+def _get_run(store: Store, run_id: str) -> RunRecord:
+    record = store.get_run(run_id)
+    if record is None:
+        raise HTTPException(404, f"no run {run_id!r} in the results store")
+    return record
+
+
+def _report_links(record: RunRecord, roots: Roots) -> dict[str, str]:
+    links = {"History": f"{roots.plugin}/", "Trends": f"{roots.plugin}/trends"}
+    dag_run = roots.dag_run(record)
+    if dag_run is not None:
+        links["Airflow DAG run"] = dag_run
+    links["JSON"] = roots.run_api(record.run_id)
+    if record.report_path is not None and record.expectations:
+        links[DATA_DOCS_LINK] = f"{roots.run(record.run_id)}{_DATA_DOCS}index.html"
+    return links
+
+
+def _data_docs_file(record: RunRecord, file: str) -> FileResponse:
+    """A file of the run's Data Docs site, never one outside it."""
+    if record.report_path is None:
+        raise HTTPException(404, f"run {record.run_id!r} has no report folder")
+    site = (Path(record.report_path) / DATA_DOCS_DIR).resolve()
+    target = (site / file).resolve()
+    if not target.is_relative_to(site) or not target.is_file():
+        raise HTTPException(404, f"no Data Docs file {file!r} for run {record.run_id!r}")
+    media_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+    return FileResponse(target, media_type=media_type)
+
+
+def _href(path: str, query: Mapping[str, str]) -> str:
+    return f"{path}?{urlencode(query)}" if query else path
+
+
+def _page_href(roots: Roots, wanted: RunFilter, offset: int) -> str:
+    return _href(f"{roots.plugin}/", wanted.query(offset=max(offset, 0)))
+
+
+def _error(request: Request, status: int, message: str) -> Response:
+    """JSON ``{"detail": message}`` under ``/api/``, else a page; the same status."""
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    roots = _roots(request)
+    if request.url.path.startswith(f"{roots.plugin}/api/"):
+        return JSONResponse({"detail": message}, status_code=status, headers=headers)
+    login = _login_url(str(request.url.path)) if status in (401, 403) else None
+    response = _page(
+        request,
+        "error.html.j2",
+        page="error",
+        status=status,
+        reason=HTTPStatus(status).phrase,
+        message=message,
+        login_href=login,
+    )
+    response.status_code = status
+    if headers:
+        response.headers.update(headers)
+    return response
+
+
+def _login_url(next_path: str) -> str | None:
+    """The auth manager's login page, coming back to ``next_path``."""
+    from airflow.api_fastapi.app import get_auth_manager
+
+    try:
+        return get_auth_manager().get_url_login(next_url=next_path)
+    except RuntimeError:  # no auth manager initialised: nowhere to log in
+        return None
+
+
+def _page(request: Request, template: str, **context: Any) -> HTMLResponse:
+    html = _templates().get_template(template).render(plugin=_roots(request).plugin, **context)
+    return HTMLResponse(html)
+
+
+@cache
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,  # every {{ }} is escaped; no template uses |safe
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )

@@ -1,0 +1,352 @@
+"""The validation DAGs on real Airflow: the dags folder loads, every DAG has the pipeline's
+shape, one bad spec stays one import error, bad parameters stop a run before Spark, and
+``dag.test()`` runs a validation end to end with real ``spark-submit`` into a real store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+# Before anything that imports Airflow: it sets Airflow's home and configuration.
+from airflow_fixtures import DAGS, ROOT, ParityEnv, dag_bag
+
+from matcher.spec import load_spec
+from matcher.store import RunOutcome, RunStart, Store
+from parity.dagfactory import load_validations
+from parity.dagtasks import record_gate
+from parity.plan import PARAMS, RunContext, RunPlan, plan_run, workspace
+
+pytest_plugins = ("airflow_fixtures",)
+
+
+pytestmark = [
+    # Airflow's in-process execution API (dag.test) imports starlette.testclient, which
+    # warns that it uses httpx; nothing of ours uses it.
+    pytest.mark.filterwarnings(
+        "ignore:Using `httpx` with `starlette.testclient` is deprecated:UserWarning"
+    ),
+    # The Spark provider's SparkSubmitHook never closes spark-submit's stdout pipe; our
+    # operator closes it, an operator that does not leaks it until garbage collection.
+    pytest.mark.filterwarnings("ignore:unclosed file <_io.TextIOWrapper name=:ResourceWarning"),
+]
+UTC = dt.UTC
+SPARK_TASKS = {"slice_input", "run_reference", "run_candidate", "rerun_reference", "match"}
+
+
+def edges(dag: Any) -> dict[str, list[str]]:
+    return {t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks}
+
+
+def expected_edges(noise: bool) -> dict[str, list[str]]:
+    runs = ["run_candidate", "run_reference", *(["rerun_reference"] if noise else [])]
+    shape = {
+        "plan": ["slice_input"],
+        "slice_input": sorted(runs),
+        **{run: ["match"] for run in runs},
+        "match": ["record"],
+        "record": ["gate"],
+        "gate": [],
+    }
+    return shape
+
+
+# --- the real dags folder -----------------------------------------------------------------
+
+
+def test_the_dags_folder_loads_every_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PARITY_VALIDATIONS_DIR", raising=False)
+    specs, errors = load_validations(DAGS / "validations", ROOT)
+    bag = dag_bag()
+    assert bag.import_errors == {}
+    assert errors == []
+    assert sorted(bag.dag_ids) == sorted(f"parity_{spec.name}" for spec in specs)
+    assert len(specs) == len([*(DAGS / "validations").glob("*.yaml")])
+    for spec in specs:
+        dag = bag.dags[f"parity_{spec.name}"]
+        graph = edges(dag)
+        if "expectations" in graph:  # the expectations step sits between match and record
+            assert (graph["match"], graph.pop("expectations")) == (["expectations"], ["record"])
+            graph["match"] = ["record"]
+        assert graph == expected_edges(spec.noise.reference_runs > 1), dag.dag_id
+        assert dag.catchup is False
+        assert dag.start_date == dt.datetime(2024, 1, 1, tzinfo=UTC)
+        assert sorted(dag.tags) == ["parity", "validation"]
+        assert dag.doc_md.startswith(f"# Parity validation `{spec.name}`")
+        assert sorted(dag.params) == sorted(PARAMS)
+        for task in dag.tasks:
+            if task.task_id in SPARK_TASKS:
+                assert task._conn_id == "spark_default"
+
+
+# --- one bad spec -------------------------------------------------------------------------
+
+GOOD = """\
+name: good
+reference: {application: tests/pipelines/relay.py}
+candidate: {application: tests/pipelines/relay.py}
+input: {path: capture, format: parquet}
+dependence: {key: [taxi_id]}
+"""
+
+
+def test_a_bad_spec_is_one_import_error_and_the_others_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PARITY_VALIDATIONS_DIR", raising=False)
+    folder = tmp_path / "dags"
+    (folder / "validations").mkdir(parents=True)
+    for dag_file in DAGS.glob("*.py"):
+        shutil.copy(dag_file, folder)
+    (folder / "validations" / "good.yaml").write_text(GOOD)
+    bad = GOOD.replace("name: good", "name: bad") + "noise: {reference_runs: 0}\n"
+    (folder / "validations" / "bad.yaml").write_text(bad)
+    bag = dag_bag(folder)
+    assert bag.dag_ids == ["parity_good"]
+    assert list(bag.import_errors) == [str(folder / "parity_spec_errors.py")]
+    error = bag.import_errors[str(folder / "parity_spec_errors.py")]
+    assert error.strip().splitlines()[-1] == (
+        "parity.dagfactory.InvalidValidationSpecs: dags/validations/bad.yaml: "
+        "noise.reference_runs: must be >= 1, got 0"
+    )
+
+
+def test_two_bad_specs_are_listed_in_one_error(tmp_path: Path, parity_env: ParityEnv) -> None:
+    (parity_env.validations / "a.yaml").write_text("name: a\ndependence: ordered\n")
+    (parity_env.validations / "b.yaml").write_text(GOOD.replace("tests/", "missing/") + "x: 1\n")
+    (parity_env.validations / "c.yaml").write_text(GOOD)
+    (parity_env.validations / "d.yaml").write_text(GOOD)
+    _, errors = load_validations(parity_env.validations, ROOT)
+    shown = str(parity_env.validations)
+    assert errors == [
+        f"{shown}/a.yaml: reference: required by the Airflow pipeline",
+        f"{shown}/b.yaml: x: unknown key (expected one of: name, reference, candidate, input, "
+        "output, dependence, equality, expectations, noise, schedule, gate)",
+        f"{shown}/d.yaml: name: 'good' is already used by {shown}/c.yaml",
+    ]
+
+
+# --- parameters ---------------------------------------------------------------------------
+
+RELAY = """\
+name: relay
+reference:
+  application: tests/pipelines/relay.py
+  version: "1.0"
+candidate:
+  application: tests/pipelines/relay.py
+  args: [--input, "{{input}}", --output, "{{output}}"]
+  version: "1.1"
+input:
+  path: {capture}
+  format: parquet
+  slice: {{column: event_time, window: 1d}}
+output: {{format: parquet}}
+dependence: {{key: [taxi_id]}}
+schedule: "0 0 * * *"
+"""
+TAXIS = ["T1", "T2", "T3"]
+
+
+def write_capture(directory: Path) -> Path:
+    """Two days of positions, one every 2 hours: taxis T1, T2, T3 in turn."""
+    base = dt.datetime(2024, 5, 1, tzinfo=UTC)
+    rows = [
+        {
+            "offset": n,
+            "event_time": base + dt.timedelta(hours=2 * n),
+            "taxi_id": TAXIS[n % 3],
+            "km": float(n),
+        }
+        for n in range(24)
+    ]
+    directory.mkdir(parents=True)
+    for part in range(2):
+        table = pa.Table.from_pylist(rows[part * 12 : (part + 1) * 12])
+        pq.write_table(table, directory / f"part-{part:05d}.parquet")
+    return directory
+
+
+@pytest.fixture
+def relay_dag(parity_env: ParityEnv, tmp_path: Path, airflow_db: Path) -> Any:
+    capture = write_capture(tmp_path / "capture")
+    (parity_env.validations / "relay.yaml").write_text(RELAY.format(capture=capture))
+    bag = dag_bag()
+    assert bag.import_errors == {}
+    return bag.dags["parity_relay"]
+
+
+def states(run: Any) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+
+
+def test_params_outside_their_schema_are_refused_before_a_run(relay_dag: Any) -> None:
+    from airflow.sdk.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError) as info:
+        relay_dag.test(run_conf={"sample": 2})
+    assert "sample" in str(info.value)
+    with pytest.raises(ParamValidationError):
+        relay_dag.test(run_conf={"candidate_args": "--not-a-list"})
+
+
+def test_bad_params_fail_the_plan_and_no_spark_job_runs(
+    relay_dag: Any, parity_env: ParityEnv
+) -> None:
+    run = relay_dag.test(
+        run_conf={"window_start": "2024-05-02T00:00:00Z", "window_end": "2024-05-01T00:00:00Z"}
+    )
+    assert str(run.state) == "failed"
+    assert states(run) == {
+        "plan": "failed",
+        "slice_input": "upstream_failed",
+        "run_reference": "upstream_failed",
+        "run_candidate": "upstream_failed",
+        "match": "upstream_failed",
+        "expectations": "upstream_failed",
+        "record": "failed",  # no run to record: it fails the DAG run
+        "gate": "upstream_failed",
+    }
+    assert not (parity_env.home / "runs").exists()
+    with Store.open(parity_env.db_url) as store:
+        assert store.list_runs() == []
+
+
+# --- record: the gate, and failed runs ------------------------------------------------------
+
+
+def a_plan(tmp_path: Path) -> RunPlan:
+    spec = load_spec(_relay_spec(tmp_path))
+    context = RunContext("parity_relay", "manual__1", params={})
+    return plan_run(spec, context, root=ROOT, home=tmp_path / "home")
+
+
+def _relay_spec(tmp_path: Path) -> Path:
+    path = tmp_path / "relay.yaml"
+    path.write_text(
+        RELAY.format(capture=tmp_path / "capture").replace(
+            "window: 1d", "start: 2024-05-01T00:00:00Z, window: 1d"
+        )
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("stored", "failed", "expected", "status"),
+    [
+        ("equivalent", [], (True, "verdict equivalent; no expectation results"), "completed"),
+        (
+            "equivalent",
+            ["expectations"],
+            (False, "expectations failed; verdict equivalent; no expectation results"),
+            "completed",
+        ),
+        (None, ["run_candidate"], (False, "the run failed: run_candidate failed"), "failed"),
+        ("running", ["match"], (False, "the run failed: match failed"), "failed"),
+        ("failed", ["match"], (False, "the run failed: InputError: unreadable"), "failed"),
+    ],
+)
+def test_record_stores_the_gate_and_failed_runs(
+    tmp_path: Path,
+    parity_env: ParityEnv,
+    stored: str | None,
+    failed: list[str],
+    expected: tuple[bool, str],
+    status: str,
+) -> None:
+    made = a_plan(tmp_path)
+    spec = load_spec(_relay_spec(tmp_path))
+    with Store.open(parity_env.db_url) as store:
+        if stored is not None:
+            store.start_run(RunStart(made.run_id, "relay", trigger="adhoc"))
+        if stored == "equivalent":
+            store.record_run(made.run_id, RunOutcome(verdict="equivalent"))
+        if stored == "failed":
+            store.mark_failed(made.run_id, "InputError: unreadable")
+    assert record_gate(made, spec, failed) == {"passed": expected[0], "reason": expected[1]}
+    with Store.open(parity_env.db_url) as store:
+        run = store.get_run(made.run_id)
+    assert run is not None
+    assert (run.status, run.gate_passed, run.validation) == (status, expected[0], "relay")
+    if status == "completed":
+        assert run.gate_reason == expected[1]
+    else:
+        assert run.verdict == "error"
+
+
+# --- end to end ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+def test_equivalent_then_divergent_runs_end_to_end(relay_dag: Any, parity_env: ParityEnv) -> None:
+    # A scheduled-style run: the data interval [2024-05-01, 2024-05-02) chooses the slice.
+    ok = relay_dag.test(logical_date=dt.datetime(2024, 5, 2, tzinfo=UTC))
+    assert str(ok.state) == "success", states(ok)
+    run_dir = workspace(parity_env.home, "parity_relay", ok.run_id)
+    slice_files = sorted(p.name for p in (run_dir / "slice").glob("part-*"))
+    assert len(slice_files) == 4
+    sliced = pq.read_table([run_dir / "slice" / name for name in slice_files])
+    assert sliced.column("offset").to_pylist() == list(range(12))
+    with Store.open(parity_env.db_url) as store:
+        record = store.get_run(f"parity_relay/{ok.run_id}")
+    assert record is not None
+    assert (record.status, record.verdict, record.gate_passed, record.trigger) == (
+        "completed",
+        "equivalent",
+        True,
+        "adhoc",
+    )
+    assert record.gate_reason == "verdict equivalent; expectations passed"
+    assert (record.reference_version, record.candidate_version) == ("1.0", "1.1")
+    assert (record.dag_id, record.dag_run_id, record.task_try) == ("parity_relay", ok.run_id, 1)
+    assert (record.slice["start"], record.slice["end"]) == (
+        "2024-05-01T00:00:00+00:00",
+        "2024-05-02T00:00:00+00:00",
+    )
+
+    # An ad-hoc run: a buggy candidate (loses offset 7) on a window given as parameters.
+    bad = relay_dag.test(
+        run_conf={
+            "candidate_args": ["--input", "{input}", "--output", "{output}", "--drop-offset", "7"],
+            "candidate_version": "1.2-bug",
+            "window_start": "2024-05-01T06:00:00Z",
+            "window_end": "2024-05-02T06:00:00Z",
+        }
+    )
+    assert str(bad.state) == "failed"
+    assert states(bad) == {
+        "plan": "success",
+        "slice_input": "success",
+        "run_reference": "success",
+        "run_candidate": "success",
+        "match": "success",
+        "expectations": "success",
+        "record": "success",
+        "gate": "failed",
+    }
+    with Store.open(parity_env.db_url) as store:
+        record = store.get_run(f"parity_relay/{bad.run_id}")
+    assert record is not None
+    assert (record.status, record.verdict, record.gate_passed, record.candidate_version) == (
+        "completed",
+        "divergent",
+        False,
+        "1.2-bug",
+    )
+    assert (
+        record.gate_reason
+        == "verdict divergent (the gate requires equivalent); expectations passed"
+    )
+    # Offsets 3..14 are in the window; offset 7 (taxi T2) is the 5th row of the slice.
+    assert [
+        (d.kind, d.key, d.reference_position, d.candidate_position) for d in record.divergences
+    ] == [("loss", "T2", 4, 6)]  # it belongs before T2's next event, offset 10
+    assert dict(record.counts) == {"loss": 1, "duplication": 0, "reordering": 0, "corruption": 0}

@@ -1,0 +1,309 @@
+"""parity.plan: a run's jobs, window and workspace, decided before Spark starts.
+
+Every command line is asserted whole; every rejected parameter is one exact line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from matcher.errors import SpecError
+from matcher.spec import Spec, parse_spec, parse_yaml
+from parity.plan import (
+    RunContext,
+    RunPlan,
+    effective_spec_text,
+    job_for,
+    plan_run,
+    prepare_workspace,
+    workspace,
+)
+
+UTC = dt.UTC
+SPEC = """\
+name: nightly
+reference:
+  application: jobs/app.py
+  args: [--variant, sequential]
+  conf: {spark.sql.shuffle.partitions: 8}
+  version: "1.0"
+candidate:
+  application: jobs/app.py
+  args: [--in, "{input}", --out, "{output}", --tmp, "{run_dir}/tmp", --literal, "{{x}}"]
+  py_files: [lib/helpers.zip]
+  version: "1.1"
+input:
+  path: data/captures/taxi
+  format: jsonl
+  slice: {column: event_time, window: 1d, sample: 0.25, files: 3}
+output: {format: parquet}
+dependence: {key: [taxi_id]}
+noise: {reference_runs: 2}
+schedule: "0 2 * * *"
+"""
+SCHEDULED = RunContext(
+    dag_id="parity_nightly",
+    dag_run_id="scheduled__2024-05-02T02:00:00+00:00",
+    run_type="scheduled",
+    interval_start=dt.datetime(2024, 5, 1, 2, tzinfo=UTC),
+    interval_end=dt.datetime(2024, 5, 2, 2, tzinfo=UTC),
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    (tmp_path / "dags" / "validations").mkdir(parents=True)
+    return tmp_path
+
+
+def spec_at(root: Path, text: str = SPEC) -> Spec:
+    path = root / "dags" / "validations" / "nightly.yaml"
+    path.write_text(text)
+    source = "dags/validations/nightly.yaml"
+    return parse_spec(parse_yaml(text, source), source, base_dir=path.parent)
+
+
+def plan(root: Path, context: RunContext = SCHEDULED, text: str = SPEC) -> RunPlan:
+    return plan_run(spec_at(root, text), context, root=root, home=root / "home")
+
+
+def test_a_scheduled_run_builds_every_job(root: Path) -> None:
+    made = plan(root)
+    run = (
+        root / "home" / "runs" / "parity_nightly" / "scheduled__2024-05-02T02_00_00_00_00-46800d48"
+    )
+    assert made.run_dir == str(run)
+    assert (made.run_id, made.trigger) == (
+        "parity_nightly/scheduled__2024-05-02T02:00:00+00:00",
+        "scheduled",
+    )
+    assert (made.reference_version, made.candidate_version) == ("1.0", "1.1")
+    assert made.spec_file == str(root / "dags/validations/nightly.yaml")
+    assert dict(made.slice) == {
+        "capture": str(root / "data/captures/taxi"),
+        "format": "jsonl",
+        "column": "event_time",
+        "start": "2024-05-01T02:00:00+00:00",
+        "end": "2024-05-02T02:00:00+00:00",
+        "window_source": "data interval",
+        "sample": 0.25,
+        "key": ["taxi_id"],
+        "files": 3,
+    }
+    jobs = made.jobs
+    assert sorted(jobs) == ["candidate", "match", "reference", "rerun", "slice"]
+    assert jobs["slice"].argv() == [
+        str(root / "jobs/slice.py"),
+        *("--capture", str(root / "data/captures/taxi"), "--out", f"{run}/slice"),
+        *("--format", "jsonl", "--column", "event_time"),
+        *("--start", "2024-05-01T02:00:00+00:00", "--end", "2024-05-02T02:00:00+00:00"),
+        *("--sample", "0.25", "--key", "taxi_id"),
+        *("--files", "3", "--summary-json", f"{run}/slice.json"),
+    ]
+    assert dict(jobs["slice"].conf) == {"spark.sql.session.timeZone": "UTC"}
+    # No placeholder: --input and --output are appended.
+    assert jobs["reference"].argv() == [
+        str(root / "jobs/app.py"),
+        *("--variant", "sequential", "--input", f"{run}/slice", "--output", f"{run}/reference"),
+    ]
+    assert dict(jobs["reference"].conf) == {"spark.sql.shuffle.partitions": "8"}
+    assert jobs["candidate"].argv() == [
+        str(root / "jobs/app.py"),
+        *("--in", f"{run}/slice", "--out", f"{run}/candidate", "--tmp", f"{run}/tmp"),
+        *("--literal", "{x}"),
+    ]
+    assert jobs["candidate"].py_files == (str(root / "lib/helpers.zip"),)
+    assert (jobs["candidate"].name, jobs["reference"].name) == (
+        "parity-nightly-candidate",
+        "parity-nightly-reference",
+    )
+    # The rerun: the reference's arguments, other partitioning, its own output.
+    assert jobs["rerun"].argv() == [
+        str(root / "jobs/app.py"),
+        *("--variant", "sequential", "--input", f"{run}/slice", "--output", f"{run}/rerun"),
+    ]
+    assert dict(jobs["rerun"].conf) == {
+        "spark.sql.shuffle.partitions": "7",
+        "spark.default.parallelism": "7",
+        "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    }
+    assert job_for(made, "match", task_try=2).argv() == [
+        str(root / "jobs/match.py"),
+        *("--reference", f"{run}/reference", "--candidate", f"{run}/candidate"),
+        *("--spec", str(root / "dags/validations/nightly.yaml")),
+        *("--run-id", "parity_nightly/scheduled__2024-05-02T02:00:00+00:00"),
+        *("--rerun-reference", f"{run}/rerun", "--trigger", "scheduled"),
+        *("--reference-version", "1.0", "--candidate-version", "1.1"),
+        *("--dag-id", "parity_nightly", "--dag-run-id", "scheduled__2024-05-02T02:00:00+00:00"),
+        "--slice-json",
+        json.dumps(dict(made.slice), sort_keys=True, separators=(",", ":")),
+        *("--report-dir", f"{run}/report", "--json-out", f"{run}/verdict.json"),
+        *("--record-only", "--task-try", "2"),
+    ]
+
+
+def test_the_plan_round_trips_as_json(root: Path) -> None:
+    made = plan(root)
+    again = RunPlan.from_dict(json.loads(json.dumps(made.to_dict())))
+    assert again.to_dict() == made.to_dict()
+    assert job_for(again, "candidate") == made.jobs["candidate"]
+
+
+def test_adhoc_params_choose_candidate_window_and_sample(root: Path) -> None:
+    context = RunContext(
+        dag_id="parity_nightly",
+        dag_run_id="manual__x",
+        params={
+            "candidate_application": "/opt/builds/app-2.py",
+            "candidate_args": ["--variant", "fixed"],
+            "candidate_version": "2.0-rc1",
+            "window_start": "2024-05-01T06:00:00",  # no zone: UTC
+            "window_end": "2024-05-01T12:00:00+02:00",
+            "sample": 1,
+            "dependence": None,
+            "equality": "",
+        },
+    )
+    made = plan(root, context)
+    run = made.run_dir
+    assert made.trigger == "adhoc"
+    assert made.candidate_version == "2.0-rc1"
+    assert made.jobs["candidate"].argv() == [
+        "/opt/builds/app-2.py",
+        *("--variant", "fixed", "--input", f"{run}/slice", "--output", f"{run}/candidate"),
+    ]
+    assert (made.slice["start"], made.slice["end"], made.slice["window_source"]) == (
+        "2024-05-01T06:00:00+00:00",
+        "2024-05-01T12:00:00+02:00",
+        "params",
+    )
+    assert made.slice["sample"] == 1
+
+
+BARRIERS = {"key": ["taxi_id"], "barrier": {"column": "kind", "equals": "EOD"}}
+
+
+def test_dependence_override_writes_the_effective_spec(root: Path) -> None:
+    context = RunContext(
+        dag_id="parity_nightly",
+        dag_run_id="manual__y",
+        params={"dependence": BARRIERS, "equality": {"ignore": ["meta"]}},
+        interval_start=dt.datetime(2024, 5, 1, tzinfo=UTC),
+        interval_end=dt.datetime(2024, 5, 2, tzinfo=UTC),
+    )
+    spec = spec_at(root)
+    made = plan_run(spec, context, root=root, home=root / "home")
+    assert made.spec_file == f"{made.run_dir}/spec.yaml"
+    assert dict(made.overrides) == {"dependence": BARRIERS, "equality": {"ignore": ["meta"]}}
+    prepare_workspace(made, effective_spec_text(spec, made.overrides, root))
+    written = parse_yaml(Path(made.spec_file).read_text(), "spec.yaml")
+    assert (written["dependence"], written["equality"], written["name"]) == (
+        BARRIERS,
+        {"ignore": ["meta"]},
+        "nightly",
+    )
+    assert json.loads((Path(made.run_dir) / "plan.json").read_text())["run_id"] == made.run_id
+
+
+def test_a_fixed_window_in_the_spec_beats_the_data_interval(root: Path) -> None:
+    text = SPEC.replace(
+        "slice: {column: event_time, window: 1d, sample: 0.25, files: 3}",
+        "slice: {column: event_time, start: 2024-05-01T06:00:00Z, window: 6h}",
+    )
+    made = plan(root, text=text)
+    assert (made.slice["start"], made.slice["end"], made.slice["window_source"]) == (
+        "2024-05-01T06:00:00+00:00",
+        "2024-05-01T12:00:00+00:00",
+        "spec",
+    )
+    assert (made.slice["sample"], made.slice["key"], made.slice["files"]) == (None, None, 4)
+
+
+def test_no_time_column_replays_the_whole_capture(root: Path) -> None:
+    text = SPEC.replace("  slice: {column: event_time, window: 1d, sample: 0.25, files: 3}\n", "")
+    made = plan(root, text=text.replace("noise: {reference_runs: 2}\n", ""))
+    assert made.slice["window_source"] == "whole capture"
+    assert sorted(made.jobs) == ["candidate", "match", "reference", "slice"]
+    assert "--column" not in made.jobs["slice"].args
+    assert "--rerun-reference" not in made.jobs["match"].args
+
+
+def test_workspaces_never_collide() -> None:
+    home = Path("/h")
+    assert workspace(home, "d", "a:b") == Path("/h/runs/d/a_b-6783a31e")
+    assert workspace(home, "d", "a+b") == Path("/h/runs/d/a_b-300273da")
+
+
+def manual(**params: Any) -> RunContext:
+    return RunContext(dag_id="parity_nightly", dag_run_id="manual__z", params=params)
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        (
+            manual(window_start="2024-05-02T00:00:00Z", window_end="2024-05-01T00:00:00Z"),
+            "params.window_end: must be after window_start (2024-05-02T00:00:00+00:00), got "
+            "2024-05-01T00:00:00+00:00",
+        ),
+        (
+            manual(window_start="2024-05-01T00:00:00Z"),
+            "params.window_end: give both window_start and window_end, or neither",
+        ),
+        (
+            manual(window_start="yesterday", window_end="today"),
+            "params.window_start: expected an ISO 8601 date-time, got 'yesterday'",
+        ),
+        (manual(sample=0), "params.sample: expected 0 < sample <= 1, got 0"),
+        (manual(sample="half"), "params.sample: expected a number, got 'half'"),
+        (
+            manual(candidate_args="--fast"),
+            "params.candidate_args: expected a list of strings, got '--fast'",
+        ),
+        (
+            manual(candidate_args=["--in", "{inptu}"]),
+            "params.candidate_args: '{inptu}': unknown placeholder {inptu} (known: {input}, "
+            "{output}, {run_dir}; write {{ and }} for literal braces)",
+        ),
+        (
+            manual(colour="blue"),
+            "params.colour: unknown parameter (known: candidate_application, candidate_args, "
+            "candidate_version, window_start, window_end, sample, dependence, equality)",
+        ),
+        (
+            manual(dependence={"key": ["taxi_id"]}, equality={"ignore": ["taxi_id"]}),
+            "params (dependence and equality over dags/validations/nightly.yaml): equality.ignore: "
+            "equality ignores column 'taxi_id', which the dependence reads: events it calls equal "
+            "could differ in their dependences",
+        ),
+        (
+            manual(dependence={"sorted": True}),
+            "params (dependence over dags/validations/nightly.yaml): dependence.sorted: unknown "
+            "key (expected one of: unordered, ordered, key, barrier, typed, punctuation, "
+            "predicate, columns)",
+        ),
+        (
+            manual(),  # a manual run with no data interval and no window
+            "dags/validations/nightly.yaml: input.slice: this run has no data interval to "
+            "choose the slice: trigger it with window_start and window_end (or give the spec "
+            "start and end)",
+        ),
+    ],
+)
+def test_bad_params_are_one_line(root: Path, context: RunContext, message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        plan(root, context)
+    assert str(info.value) == message
+
+
+def test_a_spec_without_applications_cannot_run_as_a_pipeline(root: Path) -> None:
+    with pytest.raises(SpecError) as info:
+        plan(root, text="name: nightly\ndependence: ordered\n")
+    assert str(info.value) == (
+        "dags/validations/nightly.yaml: reference: required by the Airflow pipeline"
+    )

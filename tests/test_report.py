@@ -1,0 +1,467 @@
+"""The run report (``parity.report``) and ``parity report``: the JSON document exactly, the
+HTML page with hostile data escaped and no network reference, and the command's outputs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from matcher.store import ExpectationRecord, RunOutcome, RunRecord, RunStart, Store
+from matcher.verdict import Divergence, Verdict
+from parity.cli import main
+from parity.report import render_report_html, report_document
+
+pytest.register_assert_rewrite("store_fixtures")
+pytest_plugins = ["store_fixtures"]
+
+UTC = dt.UTC
+STARTED = dt.datetime(2026, 3, 1, 2, 0, 0, tzinfo=UTC)
+FINISHED = dt.datetime(2026, 3, 1, 2, 3, 4, 500000, tzinfo=UTC)
+SCRIPT = "<script>alert(1)</script>"
+BREAKER = "\"'><img src=x onerror=alert(1)>"
+HOSTILE = f"{SCRIPT}{BREAKER}"
+
+
+def sample_outcome() -> RunOutcome:
+    verdict = Verdict(
+        equivalent=False,
+        divergences=(
+            Divergence(
+                "corruption",
+                "T1",
+                3,
+                3,
+                {"taxi_id": "T1", "seq": 2, "km": 1.5},
+                {"taxi_id": "T1", "seq": 2, "km": 1.75},
+                columns=("km",),
+            ),
+            Divergence("loss", "T2", 7, 6, {"taxi_id": "T2", "seq": 0, "km": 0.0}, None),
+        ),
+        counts={"corruption": 1, "loss": 1},
+        reference_count=10,
+        candidate_count=9,
+        matched_count=8,
+        dependence="by_key(taxi_id)",
+        column_mismatches={"km": 1},
+    )
+    return RunOutcome.from_verdict(
+        verdict,
+        verdict_name="divergent",
+        noisy_keys=["T2"],
+        stats={
+            "reference": {"rows": 10, "keys": 2, "barriers": 0},
+            "candidate": {"rows": 9, "keys": 2, "barriers": 0},
+            "seconds": 2.5,
+        },
+        noise={
+            "summary": "1 of 2 divergences are not explained by noise: corruption of km",
+            "reference_runs": 2,
+            "noisy_keys": [{"key": "T2", "order": False, "events": True}],
+            "noisy_columns": [],
+            "witnesses": [
+                {"ordinal": 0, "explained_by": None},
+                {"ordinal": 1, "explained_by": "events"},
+            ],
+        },
+        finished_at=FINISHED,
+        report_path="/runs/taxi/1/report",
+        expectations=(
+            ExpectationRecord(
+                "taxi_output",
+                "candidate",
+                "expect_column_values_to_not_be_null",
+                True,
+                kwargs={"column": "taxi_id"},
+                observed={"element_count": 9, "unexpected_count": 0},
+            ),
+            ExpectationRecord(
+                "derived_from_reference",
+                "candidate",
+                "expect_table_row_count_to_be_between",
+                False,
+                kwargs={"min_value": 10, "max_value": 10},
+                observed=9,
+            ),
+        ),
+    )
+
+
+@pytest.fixture
+def sample(sqlite_url: str) -> RunRecord:
+    with Store.open(sqlite_url) as store:
+        store.start_run(
+            RunStart(
+                "parity__taxi/scheduled__2026-03-01",
+                "taxi",
+                trigger="scheduled",
+                reference_version="v1",
+                candidate_version="v2",
+                started_at=STARTED,
+                slice={"column": "event_time", "window": "1d"},
+                spec={"name": "taxi"},
+                dag_id="parity__taxi",
+                dag_run_id="scheduled__2026-03-01",
+                task_try=1,
+                engine="spark",
+            )
+        )
+        store.record_run("parity__taxi/scheduled__2026-03-01", sample_outcome())
+        store.set_gate("parity__taxi/scheduled__2026-03-01", False, "verdict divergent")
+        record = store.get_run("parity__taxi/scheduled__2026-03-01")
+    assert record is not None
+    return record
+
+
+def test_report_document_is_exact(sample: RunRecord) -> None:
+    document = report_document(sample)
+
+    assert document == {
+        "run_id": "parity__taxi/scheduled__2026-03-01",
+        "validation": "taxi",
+        "kind": "comparison",
+        "trigger": "scheduled",
+        "engine": "spark",
+        "status": "completed",
+        "verdict": "divergent",
+        "gate_passed": False,
+        "gate_reason": "verdict divergent",
+        "error": None,
+        "versions": {"reference": "v1", "candidate": "v2"},
+        "slice": {"column": "event_time", "window": "1d"},
+        "timings": {
+            "started_at": "2026-03-01T02:00:00+00:00",
+            "finished_at": "2026-03-01T02:03:04.500000+00:00",
+            "duration_seconds": 184.5,
+        },
+        "counts": {"loss": 1, "duplication": 0, "reordering": 0, "corruption": 1},
+        "total_divergences": 2,
+        "noise": {
+            "summary": "1 of 2 divergences are not explained by noise: corruption of km",
+            "reference_runs": 2,
+            "noisy_keys": [{"key": "T2", "order": False, "events": True}],
+            "noisy_columns": [],
+            "witnesses": [
+                {"ordinal": 0, "explained_by": None},
+                {"ordinal": 1, "explained_by": "events"},
+            ],
+            "explained_divergences": [1],
+            "unexplained_divergences": [0],
+        },
+        "sides": {
+            "reference": {"rows": 10, "keys": 2, "barriers": 0},
+            "candidate": {"rows": 9, "keys": 2, "barriers": 0},
+        },
+        "stats": {
+            "reference_count": 10,
+            "candidate_count": 9,
+            "matched_count": 8,
+            "peak_unmatched": 0,
+            "detected_at": None,
+            "dependence": "by_key(taxi_id)",
+            "reference": {"rows": 10, "keys": 2, "barriers": 0},
+            "candidate": {"rows": 9, "keys": 2, "barriers": 0},
+            "seconds": 2.5,
+        },
+        "column_stats": [{"column": "km", "mismatches": 1, "extra": None}],
+        "divergences": [
+            {
+                "ordinal": 0,
+                "kind": "corruption",
+                "key": "T1",
+                "noisy": False,
+                "explained_by": None,
+                "reference_position": 3,
+                "candidate_position": 3,
+                "partner_reference_position": None,
+                "partner_candidate_position": None,
+                "columns": ["km"],
+                "explanation": "reference event #3 became candidate event #3: km differ",
+                "reference_event": {"taxi_id": "T1", "seq": 2, "km": 1.5},
+                "candidate_event": {"taxi_id": "T1", "seq": 2, "km": 1.75},
+                "diff": [
+                    {"column": "taxi_id", "differs": False, "reference": "T1", "candidate": "T1"},
+                    {"column": "seq", "differs": False, "reference": 2, "candidate": 2},
+                    {"column": "km", "differs": True, "reference": 1.5, "candidate": 1.75},
+                ],
+            },
+            {
+                "ordinal": 1,
+                "kind": "loss",
+                "key": "T2",
+                "noisy": True,
+                "explained_by": "events",
+                "reference_position": 7,
+                "candidate_position": 6,
+                "partner_reference_position": None,
+                "partner_candidate_position": None,
+                "columns": [],
+                "explanation": (
+                    "reference event #7 is missing from the candidate (expected near #6)"
+                ),
+                "reference_event": {"taxi_id": "T2", "seq": 0, "km": 0.0},
+                "candidate_event": None,
+                "diff": [
+                    {"column": "taxi_id", "differs": False, "reference": "T2"},
+                    {"column": "seq", "differs": False, "reference": 0},
+                    {"column": "km", "differs": False, "reference": 0.0},
+                ],
+            },
+        ],
+        "expectations": {
+            "passed": False,
+            "total": 2,
+            "failed": 1,
+            "data_docs": "/runs/taxi/1/report/data_docs/index.html",
+            "suites": [
+                {
+                    "suite": "taxi_output",
+                    "side": "candidate",
+                    "success": True,
+                    "results": [
+                        {
+                            "expectation_type": "expect_column_values_to_not_be_null",
+                            "kwargs": {"column": "taxi_id"},
+                            "success": True,
+                            "observed": {"element_count": 9, "unexpected_count": 0},
+                            "details": None,
+                        }
+                    ],
+                },
+                {
+                    "suite": "derived_from_reference",
+                    "side": "candidate",
+                    "success": False,
+                    "results": [
+                        {
+                            "expectation_type": "expect_table_row_count_to_be_between",
+                            "kwargs": {"min_value": 10, "max_value": 10},
+                            "success": False,
+                            "observed": 9,
+                            "details": None,
+                        }
+                    ],
+                },
+            ],
+        },
+        "airflow": {
+            "dag_id": "parity__taxi",
+            "dag_run_id": "scheduled__2026-03-01",
+            "task_try": 1,
+        },
+        "report_path": "/runs/taxi/1/report",
+        "spec": {"name": "taxi"},
+    }
+    # Strict JSON, as `parity report --json` prints it.
+    assert json.loads(json.dumps(document, allow_nan=False)) == document
+
+
+class Elements(HTMLParser):
+    """Every start tag with its attributes, and the page's text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse(page: str) -> Elements:
+    parser = Elements()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+PAGE_TAGS = {
+    "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "p", "span",
+    "nav", "a", "table", "tr", "th", "td", "details", "summary", "section", "colgroup", "col",
+    "pre",
+}  # fmt: skip
+
+
+def hostile_record(sqlite_url: str) -> RunRecord:
+    """A run whose every data-bearing field carries both payloads."""
+    event = {HOSTILE: HOSTILE, "id": 1, f"col {BREAKER}": SCRIPT}
+    other = {**event, HOSTILE: f"{BREAKER} changed"}
+    verdict = Verdict(
+        equivalent=False,
+        divergences=(
+            Divergence("corruption", HOSTILE, 0, 0, event, other, columns=(HOSTILE,)),
+            Divergence("duplication", [HOSTILE, 1], 1, 1, None, other),
+        ),
+        counts={"corruption": 1, "duplication": 1},
+        dependence=HOSTILE,
+        column_mismatches={HOSTILE: 1},
+    )
+    outcome = RunOutcome.from_verdict(
+        verdict,
+        stats={HOSTILE: HOSTILE, "reference": {HOSTILE: 1}, "candidate": {HOSTILE: 2}},
+        noise={HOSTILE: [HOSTILE], "noisy_columns": [HOSTILE]},
+        noisy_keys=[HOSTILE],
+        report_path=f"/runs/{BREAKER}",
+        expectations=(
+            ExpectationRecord(
+                HOSTILE,
+                BREAKER,
+                f"expect_{SCRIPT}",
+                False,
+                kwargs={"column": HOSTILE},
+                observed=[HOSTILE],
+                details={HOSTILE: HOSTILE},
+            ),
+        ),
+    )
+    with Store.open(sqlite_url) as store:
+        store.start_run(
+            RunStart(
+                HOSTILE,
+                HOSTILE,
+                trigger=BREAKER,
+                reference_version=HOSTILE,
+                candidate_version=BREAKER,
+                slice={HOSTILE: HOSTILE},
+                spec={HOSTILE: HOSTILE},
+                dag_id=HOSTILE,
+                dag_run_id=BREAKER,
+            )
+        )
+        store.record_run(HOSTILE, outcome)
+        store.set_gate(HOSTILE, False, HOSTILE)
+        record = store.get_run(HOSTILE)
+    assert record is not None
+    return record
+
+
+def test_html_escapes_every_hostile_value(sqlite_url: str) -> None:
+    record = hostile_record(sqlite_url)
+    page = render_report_html(record, links={"Airflow DAG run": "/dags/x/runs/y"})
+    found = parse(page)
+
+    tags = {tag for tag, _ in found.tags}
+    assert tags <= PAGE_TAGS
+    assert "script" not in tags and "img" not in tags
+    # No attribute was broken out of: every attribute name is one the template writes.
+    attributes = {name for _, attrs in found.tags for name in attrs}
+    assert attributes <= {"lang", "charset", "name", "content", "class", "href"}
+    # The payloads are text on the page, whole, where the data put them.
+    text = "".join(found.text)
+    assert text.count(HOSTILE) >= 10
+    assert repr(f"{BREAKER} changed") in text  # event values are shown as repr() shows them
+    assert f"expect_{SCRIPT}" in text
+    assert SCRIPT not in page and "<img" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_html_has_no_network_reference(sample: RunRecord) -> None:
+    page = render_report_html(sample, links={"Airflow DAG run": "https://airflow.example/dags/x"})
+    found = parse(page)
+
+    references = [
+        attrs.get(name) for _, attrs in found.tags for name in ("src", "href") if name in attrs
+    ]
+    assert references == [
+        "https://airflow.example/dags/x",
+        "/runs/taxi/1/report/data_docs/index.html",
+    ]
+    assert not re.search(r"https?://(?!airflow\.example/dags/x\")", page)
+    assert "@import" not in page and "url(" not in page
+    assert {tag for tag, _ in found.tags} & {"script", "link", "img", "iframe"} == set()
+
+
+def test_html_shows_the_run(sample: RunRecord) -> None:
+    page = render_report_html(sample, links={"data_docs": "docs/index.html"})
+    text = " ".join(" ".join(parse(page).text).split())
+
+    for expected in (
+        "taxi divergent",
+        "gate closed (verdict divergent)",
+        "Reference version v1 Candidate version v2",
+        'Input slice {"column": "event_time", "window": "1d"}',
+        "Started 2026-03-01 02:00:00 UTC Finished 2026-03-01 02:03:04 UTC Duration 3m 4.5s",
+        "loss duplication reordering corruption total 1 0 0 1 2",
+        "1 of 2 witnesses shown fall in noisy keys or columns",
+        "1 of 2 divergences are not explained by noise: corruption of km",
+        "reference_runs 2 noisy_keys 'T2' (events) noisy_columns none",
+        "rows 10 9 keys 2 2 barriers 0 0",
+        "column corruptions km 1",
+        "Divergence 1 of 2: corruption, key 'T1', reference #3, candidate #3",
+        "≠ km 1.5 1.75",
+        "Divergence 2 of 2: loss, key 'T2', reference #7, candidate near #6 noise: events",
+        "seq 0 —",
+        "1 of 2 expectations met. Great Expectations Data Docs",
+        "derived_from_reference on the candidate output failed",
+        'expect_table_row_count_to_be_between {"min_value": 10, "max_value": 10} failed 9',
+    ):
+        assert expected in text, expected
+    assert 'href="docs/index.html"' in page
+    assert '<tr class="differs">' in page
+
+
+def test_report_command_json_html_and_summary(
+    sample: RunRecord, sqlite_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = sample.run_id
+    assert main(["report", run_id, "--json", "--db", sqlite_url]) == 0
+    out, err = capsys.readouterr()
+    assert (json.loads(out), err) == (report_document(sample), "")
+
+    page = tmp_path / "pages" / "run.html"
+    page.parent.mkdir()
+    assert main(["report", run_id, "--html", str(page), "--db", sqlite_url]) == 0
+    assert capsys.readouterr() == (f"wrote {page}\n", "")
+    written = page.read_text(encoding="utf-8")
+    docs = Path("/runs/taxi/1/report/data_docs/index.html")
+    relative = Path(*[".."] * len(page.parent.parts[1:]), *docs.parts[1:]).as_posix()
+    assert f'href="{relative}"' in written
+    assert written == render_report_html(sample, links={"data_docs": relative})
+    assert [p.name for p in page.parent.iterdir()] == ["run.html"]  # no temporary file left
+
+    assert main(["report", run_id, "--db", sqlite_url]) == 0
+    assert capsys.readouterr().out == (
+        "run parity__taxi/scheduled__2026-03-01: taxi, divergent (gate closed: verdict divergent)\n"
+        "versions: reference v1, candidate v2\n"
+        'slice: {"column": "event_time", "window": "1d"}\n'
+        "started 2026-03-01 02:00:00 UTC, finished 2026-03-01 02:03:04 UTC after 184.5s\n"
+        "counts: loss 1, duplication 0, reordering 0, corruption 1 (2 total)\n"
+        "expectations: 1 of 2 met; Data Docs /runs/taxi/1/report/data_docs/index.html\n"
+        "witnesses: 2 stored (parity report parity__taxi/scheduled__2026-03-01 --html PATH "
+        "shows them)\n"
+    )
+
+
+def test_report_of_an_unknown_run_is_one_line_exit_2(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", "nope", "--db", sqlite_url]) == 2
+    assert capsys.readouterr() == ("", f"parity: error: no run 'nope' in {sqlite_url}\n")
+
+
+def test_a_running_run_without_evidence_renders(sqlite_url: str) -> None:
+    with Store.open(sqlite_url) as store:
+        store.start_run(RunStart("r1", "taxi", started_at=STARTED))
+        record = store.get_run("r1")
+    assert record is not None
+    document: dict[str, Any] = report_document(record)
+    assert (document["status"], document["noise"], document["sides"]) == ("running", None, {})
+    assert document["expectations"] == {
+        "passed": None,
+        "total": 0,
+        "failed": 0,
+        "data_docs": None,
+        "suites": [],
+    }
+    text = " ".join(" ".join(parse(render_report_html(record)).text).split())
+    assert "taxi running" in text
+    assert "No expectation results were recorded for this run." in text
+    assert "Finished — Duration —" in text
