@@ -107,7 +107,8 @@ def digest_columns(fields: tuple[StructField, ...], equality: Equality) -> list[
 def _hashable(expr: str, field: StructField) -> str:
     """A nested value as JSON text: ``xxhash64`` skips null elements and fields, so
     ``[null, 1]`` and ``[1, null]`` would hash alike."""
-    if isinstance(field.dataType, (ArrayType, MapType, StructType)):
+    nested = isinstance(field.dataType, (ArrayType, MapType, StructType))
+    if nested and not expr.startswith("to_json("):  # ``key_value`` may have made it JSON
         return f"to_json({expr})"
     return expr
 
