@@ -51,6 +51,10 @@ VALIDATIONS_VARIABLE = "PARITY_VALIDATIONS_DIR"
 START_DATE = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 PLAN_TASK = "plan"
 TAGS = ["parity", "validation"]
+#: A task that fails by accident (a lost executor, a busy SQLite store) gets one more try; a
+#: user's error (bad parameters, a closed gate) fails at once (AirflowFailException). A
+#: retried match replaces its run in the store (same run id, next --task-try).
+DEFAULT_ARGS = {"owner": "parity", "retries": 1, "retry_delay": dt.timedelta(seconds=30)}
 
 
 class InvalidValidationSpecs(SpecError):
@@ -172,7 +176,7 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         tags=TAGS,
         doc_md=dag_doc(spec),
         params=params_for(spec),
-        default_args={"owner": "parity", "retries": 0},
+        default_args=DEFAULT_ARGS,
     ) as dag:
 
         @task(task_id=PLAN_TASK, doc_md=_TASK_DOCS[PLAN_TASK])

@@ -43,6 +43,9 @@ SPARK_DEFAULTS = {
     # Local runs: no web UI to start, no progress bars in the logs.
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # Jobs of seconds on a small machine: the JIT's first tier and the serial collector
+    # halve each job's CPU time (the driver is the whole local[*] JVM). Not for big jobs.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 }
 
 
@@ -115,7 +118,8 @@ def witness(divergence: StoredDivergence) -> str:
     where = (
         f"ref #{_at(divergence.reference_position)} / cand #{_at(divergence.candidate_position)}"
     )
-    text = f"{divergence.kind} at key {_short(divergence.key)}, {where}"
+    key = "(no key)" if divergence.key is None else f"key {_short(divergence.key)}"
+    text = f"{divergence.kind} at {key}, {where}"
     ref, cand = divergence.reference_event or {}, divergence.candidate_event or {}
     if divergence.kind == "corruption" and divergence.columns:
         column = divergence.columns[0]
@@ -126,8 +130,8 @@ def witness(divergence: StoredDivergence) -> str:
 
 
 def table(outcomes: Sequence[Outcome]) -> list[str]:
-    """The verdict table, one row per validation."""
-    rows = [("validation", "candidate", "verdict", "kinds", "first witness", "expected")]
+    """The verdict table, one row per validation (the witness last: it is the longest)."""
+    rows = [("validation", "candidate", "verdict", "kinds", "expected", "first witness")]
     for o in outcomes:
         run = o.run
         verdict = run.verdict if run is not None and run.verdict else o.state
@@ -137,15 +141,14 @@ def table(outcomes: Sequence[Outcome]) -> list[str]:
             first = _short(run.error or "", 70)
         want = "?" if o.expected is None else o.expected.verdict
         mark = "ok" if o.ok else f"MISMATCH (expected {want})"
-        rows.append((o.validation, o.candidate, verdict, kinds or "-", first or "-", mark))
+        rows.append((o.validation, o.candidate, verdict, kinds or "-", mark, first or "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = []
     for n, row in enumerate(rows):
-        lines.append(
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[5]
-        )
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[5]]).rstrip())
         if n == 0:
-            lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 8)
+            lines.append("  ".join(["-" * w for w in widths] + ["-" * 13]))
     return lines
 
 

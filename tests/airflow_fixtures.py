@@ -55,6 +55,7 @@ SPARK_DEFAULTS = """\
 spark.ui.enabled false
 spark.ui.showConsoleProgress false
 spark.sql.shuffle.partitions 4
+spark.driver.extraJavaOptions -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
 """
 
 if "airflow" in sys.modules and os.environ.get("AIRFLOW_HOME") != AIRFLOW_ENV["AIRFLOW_HOME"]:
@@ -98,7 +99,8 @@ def parity_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pari
     monkeypatch.setenv("PARITY_HOME", str(env.home))
     monkeypatch.setenv("PARITY_DB_URL", env.db_url)
     monkeypatch.setenv("PARITY_VALIDATIONS_DIR", str(env.validations))
-    # spark-defaults.conf for the test's spark-submits: no web UI, no progress bars.
+    # spark-defaults.conf for the test's spark-submits: no web UI, no progress bars, a
+    # JVM tuned for jobs of seconds (as the demo's).
     _SPARK_CONF.mkdir(parents=True, exist_ok=True)
     (_SPARK_CONF / "spark-defaults.conf").write_text(SPARK_DEFAULTS)
     (_SPARK_CONF / "log4j2.properties").write_text(LOG4J2)

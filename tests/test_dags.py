@@ -81,6 +81,7 @@ def test_the_dags_folder_loads_every_validation(monkeypatch: pytest.MonkeyPatch)
         assert dag.doc_md.startswith(f"# Parity validation `{spec.name}`")
         assert sorted(dag.params) == sorted(PARAMS)
         for task in dag.tasks:
+            assert (task.retries, task.retry_delay) == (1, dt.timedelta(seconds=30))
             if task.task_id in SPARK_TASKS:
                 assert task._conn_id == "spark_default"
 

@@ -134,6 +134,7 @@ def test_writes_ordered_files_that_read_back_in_stream_order(
 def submit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     command = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    command += ["--driver-java-options", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"]
     return subprocess.run(
         [*command, str(ROOT / "jobs" / "slice.py"), *args],
         cwd=tmp_path,
