@@ -17,7 +17,10 @@ the same files and in one run:
   A Parquet ``count()`` reads only the row counts in the file footers, not one value, so
   (c) is a floor no comparison can approach; (c') is what reading the data costs.
 
-and prints each time with the ratios. Generated files are reused when present.
+and prints each time with the ratios. Each contender runs once untimed (the first run of
+anything in a fresh JVM pays for compiling Spark's code paths, and Parity's differ from
+the others'), then ``--repeat`` times in a row (default 3); its median time is the one
+compared, as a shared machine is noisy. Generated files are reused when present.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -36,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from matcher.dependence import by_key
 from matcher.equality import Equality
-from matcher.spark import compare_dataframes, read_stream
+from matcher.spark import SparkComparison, compare_dataframes, read_stream
 from matcher.store import RunOutcome, RunStart, Store
 
 
@@ -139,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "parity-bench")
     parser.add_argument("--memory", default="8g", help="spark.driver.memory")
     parser.add_argument("--skip", nargs="*", default=[], help="baselines to skip: a b c c2")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each, median compared")
+    parser.add_argument("--explain", action="store_true", help="print Parity's screening plan")
     args = parser.parse_args(argv)
 
     spark = session(args.memory)
@@ -147,23 +153,40 @@ def main(argv: list[str] | None = None) -> int:
     store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
     db = f"sqlite:///{store_dir / 'results.db'}"
     print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
+    # datacompy last: it caches a join of both outputs, and the JVM is slower for a while
+    # after it (its garbage), which would count against whatever ran next
     contenders: list[tuple[str, str, Callable[[Path, Path], str]]] = [
         ("parity", "Parity (read + match + store)", lambda r, c: run_parity(spark, r, c, db)),
         ("a", "(a) exceptAll both ways", lambda r, c: run_except_all(spark, r, c)),
-        ("b", "(b) datacompy SparkSQLCompare", lambda r, c: run_datacompy(spark, r, c)),
         ("c", "(c) floor: read + count", lambda r, c: run_floor(spark, r, c)),
         ("c2", "(c') floor: read every value", lambda r, c: run_full_read(spark, r, c)),
+        ("b", "(b) datacompy SparkSQLCompare", lambda r, c: run_datacompy(spark, r, c)),
     ]
+    if args.explain:
+        streams = [read_stream(spark, str(paths[n]), format="parquet") for n in paths]
+        plan = SparkComparison(streams[0], streams[1], by_key("key")).screening_plan()
+        if plan is not None:
+            plan.explain()
     for case in ("equivalent", "faulty"):
-        print(f"\ncandidate: {case}")
-        seconds: dict[str, float] = {}
-        for name, label, run in contenders:
+        print(f"\ncandidate: {case} (median of {args.repeat} runs, each run's time in brackets)")
+        reference, candidate = paths["reference"], paths[case]
+        runs: dict[str, list[float]] = {}
+        outcomes: dict[str, str] = {}
+        for name, _label, run in contenders:
             if name in args.skip:
                 continue
-            spark.catalog.clearCache()
-            reference, candidate = paths["reference"], paths[case]
-            seconds[name], outcome = timed(lambda: run(reference, candidate))  # noqa: B023
-            print(f"  {label:<32} {seconds[name]:>8.1f} s   {outcome}")
+            if case == "equivalent":  # one untimed run: Spark compiles its code paths
+                spark.catalog.clearCache()
+                run(reference, candidate)
+            for _ in range(args.repeat):
+                spark.catalog.clearCache()
+                took, outcomes[name] = timed(lambda: run(reference, candidate))  # noqa: B023
+                runs.setdefault(name, []).append(took)
+        seconds = {name: statistics.median(times) for name, times in runs.items()}
+        for name, label, _run in contenders:
+            if name in seconds:
+                each = ", ".join(f"{t:.1f}" for t in runs[name])
+                print(f"  {label:<32} {seconds[name]:>8.1f} s  [{each}]  {outcomes[name]}")
         parity = seconds["parity"]
         for name, label in (("a", "(a)"), ("b", "(b)")):
             if name in seconds:

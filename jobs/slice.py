@@ -167,7 +167,11 @@ def time_of(df: Any, column: str) -> Any:
 def write_ordered(df: Any, out: str, kind: str, files: int) -> tuple[int, list[Path]]:
     """Write ``df`` (with ``__pos``) as up to ``files`` files in stream order: range
     partitions of ``__pos``, each sorted, are part files named in partition order."""
-    ordered = df.repartitionByRange(files, "__pos").sortWithinPartitions("__pos").drop("__pos")
+    ordered = (
+        df.repartitionByRange(files, "__pos")
+        .sortWithinPartitions("__pos")
+        .drop("__pos", "__p_ord")  # the stream's position and order (``read_stream``)
+    )
     writer = ordered.write.mode("overwrite")
     if kind == "csv":
         writer = writer.option("header", True)

@@ -29,6 +29,7 @@ from matcher.dependence import (
 from matcher.serialize import json_safe
 from matcher.spark import SparkComparison, compare_dataframes, read_stream
 from matcher.spark import grouped as grouped_module
+from matcher.spark import keyed as keyed_module
 from matcher.spark import screen as screen_module
 from matcher.spark.equality_sql import TRIM_PATTERN, literal, pair_equal
 from tests.spark_fixtures import near, stream_frames
@@ -298,7 +299,9 @@ def test_screening_sends_only_the_groups_that_disagree(spark: SparkSession) -> N
     try:
         found = (screened.rows, screened.keys, screened.agreed, screened.n_bad, screened.bad_events)
         assert found == ((8, 8), (2, 2), 4, 1, 8)
-        assert [tuple(r[0]) for r in screened.bad.collect()] == [(2, 0)]
+        union = keyed_module.tagged_union(plan, streams.reference, streams.candidate)
+        sent = screen_module.restrict(union, screened).select("k", "__p_side").collect()
+        assert sorted(tuple(r) for r in sent) == [(2, 0)] * 4 + [(2, 1)] * 4
     finally:
         screened.release()
 

@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from matcher import InputError, compare
 from matcher.dependence import by_key, unordered
 from matcher.spark import compare_dataframes, read_stream
+from matcher.spark import streams as streams_module
 from tests.spark_fixtures import stream_frames
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
@@ -82,6 +83,58 @@ def test_a_parquet_file_bigger_than_a_split(
     stream = read_stream(spark, str(tmp_path), format="parquet")
     assert stream.rdd.getNumPartitions() > 10  # the big file is read by many tasks
     assert positions(stream, "i") == [(i,) for i in [*range(2000), -1, -2]]
+
+
+def test_parquet_is_ordered_from_its_listing_and_counted_only_when_positions_are_read(
+    spark: SparkSession, tmp_path: Path, tiny_splits: None
+) -> None:
+    for i, n in enumerate([300, 5, 120]):  # a file split in many, a small one, another
+        rows = pa.table({"f": [i] * n, "r": list(range(n))})
+        pq.write_table(rows, tmp_path / f"part {i:05d}.parquet", row_group_size=40)
+    stream = read_stream(spark, str(tmp_path), format="parquet")
+    assert stream.columns == ["f", "r", "__pos", "__p_ord"]
+    order = sorted((r["__p_ord"], r["f"], r["r"]) for r in stream.collect())
+    expected = [(f, r) for f, n in enumerate([300, 5, 120]) for r in range(n)]
+    assert [(f, r) for _, f, r in order] == expected
+    assert positions(stream, "f", "r") == expected
+    # a plan that reads only the order neither counts rows nor joins anything
+    plan = stream.select("f", "__p_ord")._jdf.queryExecution().executedPlan().toString()
+    assert "Aggregate" not in plan
+    assert "Join" not in plan
+
+
+def test_file_index_finds_every_listed_path(spark: SparkSession) -> None:
+    names = sorted(
+        {
+            f"file:/out/{c}{i}.parquet"
+            for i, c in enumerate(["a", " b", "%", "#", "é", "'", "\\", "z"])
+        }
+        | {f"s3a://bucket/out/part-{i:05d}.parquet" for i in range(40)}
+    )
+    frame = spark.createDataFrame([(n,) for n in names], "__p_file string")
+    found = frame.selectExpr("__p_file", f"{streams_module.file_index(names)} AS i").collect()
+    assert {r["__p_file"]: r["i"] for r in found} == {n: i for i, n in enumerate(names)}
+
+
+def test_a_parquet_row_from_a_file_not_listed_fails_naming_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    pq.write_table(pa.table({"i": [1, 2]}), tmp_path / "part-0.parquet")
+    path = f"file:{tmp_path}/part-0.parquet"
+    index = streams_module.file_index([path.replace("part-0", "part-1")])
+    frame = spark.read.parquet(str(tmp_path)).selectExpr("_metadata.file_path AS __p_file")
+    with pytest.raises(Exception, match=r"the listing of the output lacks: .*part-0"):
+        frame.selectExpr(f"{index} AS i").collect()
+    assert frame.selectExpr(f"{streams_module.file_index([path])} AS i").collect()[0]["i"] == 0
+
+
+def test_a_listed_path_is_written_as_spark_writes_file_paths() -> None:
+    assert streams_module._spark_path("file:///tmp/a%20b/part-0.parquet") == (
+        "file:/tmp/a%20b/part-0.parquet"
+    )
+    assert streams_module._spark_path("s3a://bucket/out/part-0.parquet") == (
+        "s3a://bucket/out/part-0.parquet"
+    )
 
 
 def test_a_json_file_bigger_than_a_split(

@@ -19,13 +19,17 @@ from pyspark.sql.types import DataType, StructField
 from matcher.errors import InputError
 
 POS = "__pos"
+#: a stream's order, when it is cheaper than ``__pos`` (``read_stream`` of Parquet): not
+#: dense, only increasing along the stream; a stream without it is ordered by ``__pos``
+ORD = "__p_ord"
 #: every internal column starts with this; a data column may not
 RESERVED = "__p_"
 
 
 @dataclass(frozen=True, slots=True)
 class Streams:
-    """Both streams reduced to the same data columns (in the reference's order) and ``__pos``."""
+    """Both streams reduced to the same data columns (in the reference's order), ``__pos``
+    and ``__p_ord``."""
 
     reference: DataFrame
     candidate: DataFrame
@@ -50,9 +54,9 @@ def data_fields(df: DataFrame, side: str) -> list[StructField]:
             f"{side} stream lacks the {POS} column: read it with matcher.spark.read_stream"
         )
     for name in names:
-        if name.startswith(RESERVED):
+        if name.startswith(RESERVED) and name != ORD:
             raise InputError(f"{side} column {name!r}: names starting with {RESERVED} are reserved")
-    return [f for f in df.schema.fields if f.name != POS]
+    return [f for f in df.schema.fields if f.name not in (POS, ORD)]
 
 
 def _type(dtype: DataType) -> str:
@@ -100,11 +104,15 @@ def reconcile(reference: DataFrame, candidate: DataFrame, common_columns: bool) 
         warnings = (f"compared only the columns both outputs share ({diff})",)
     names = [f.name for f in fields]
     return Streams(
-        reference.select(*[column(n) for n in names], POS),
-        candidate.select(*[column(n) for n in names], POS),
+        reference.select(*[column(n) for n in names], POS, _order(reference)),
+        candidate.select(*[column(n) for n in names], POS, _order(candidate)),
         tuple(fields),
         warnings,
     )
+
+
+def _order(df: DataFrame) -> Column:
+    return F.col(ORD) if ORD in df.columns else F.col(POS).alias(ORD)
 
 
 def require_columns(columns: Iterable[str], needed: Iterable[tuple[str, str]]) -> None:

@@ -2,22 +2,25 @@
 
 Most nightly comparisons are equivalent, and in a divergent one most keys still agree. The
 grouped plan (``matcher.spark.keyed``) carries every column through several windows; this
-plan carries four numbers per event and decides, per group, whether the two sides agree:
+plan carries five longs per event and decides, per group, whether the two sides agree:
 
-* per event, two 64-bit digests of its *canonical* compared values (``Equality.canonical``
+* per event, a 64-bit digest of its *canonical* compared values (``Equality.canonical``
   said in SQL: normalised strings, folded NaN and -0.0, ignored columns left out, and the
   null mask hashed too, because Spark's ``xxhash64`` skips nulls);
-* per event, its rank within its (group, side) by stream position: the plan's one sort,
-  after its one shuffle by (a 64-bit hash of) the group;
-* per group and side, the XOR of ``xxhash64(digest, rank)`` over its events, and the count.
+* per event, its group as two 64-bit hashes and its rank within its (group, side) by
+  stream order (``__p_ord``, which for Parquet needs no counting job): the plan's one
+  sort, after its one shuffle;
+* per group and side, two XORs of ``xxhash64(digest, rank)`` (the second salted) over its
+  events, and the count.
 
-A group agrees when both sides have as many events and the same two XORs: the same
-canonical events in the same order (for a chain), or the same number of equal events (for
-a multiset, whose events share their canonical value by construction). Equal canonical
+A group agrees when both sides have as many events and the same XORs: the same canonical
+events in the same order (for a chain), or the same number of equal events (for a
+multiset, whose events share their canonical value by construction). Equal canonical
 values are equal under the equality, so an agreeing group is one the full plan would
 match entirely; a group that does not agree goes to the full plan, which decides and
-explains it exactly. The only way to be wrong is two different sequences with the same
-128 bits of XORed digests, about one chance in 2^128 per group.
+explains it exactly. The only ways to be wrong are two different events with the same
+64-bit digest at the same rank (about one chance in 2^64 for each event that differs) or
+two different sequences whose 128 bits of XORs agree (one in 2^128 per group).
 
 Screening needs every compared column to be exact: a tolerance cannot be hashed, so an
 equality with tolerances, and forms with barriers or one positional chain (``ordered``),
@@ -29,9 +32,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Observation, Row
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, MapType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    DoubleType,
+    FloatType,
+    MapType,
+    StructField,
+    StructType,
+)
 
 from matcher.dependence import Dependence
 from matcher.equality import Equality
@@ -48,11 +58,12 @@ from matcher.spark.keyed import (
     tagged_union,
 )
 from matcher.spark.result import Findings, SideStats, explain, findings_of
-from matcher.spark.schema import POS, Streams, column
+from matcher.spark.schema import ORD, POS, Streams, column
 
-_H1, _H2, _NAN, _RANK, _KIND = "__p_h1", "__p_h2", "__p_nan", "__p_rank", "__p_kind"
-_BAD = "__p_bad_g"
-_GH = "__p_gh"
+_H1, _NAN, _RANK, _KIND = "__p_h1", "__p_nan", "__p_rank", "__p_kind"
+_PAIR_OK, _CUT = "__p_pair_ok", "__p_cut"
+_BAD, _BAD2 = "__p_bad_h", "__p_bad_h2"
+_GH, _GH2 = "__p_gh", "__p_gh2"
 #: the second digest is the first with this prefix hashed in: another seed
 _SALT = "'parity-screen'"
 #: groups that disagree are joined back by broadcast up to this many
@@ -63,7 +74,7 @@ BROADCAST_GROUPS = 2_000_000
 class Screen:
     """What screening found: per side rows and keys, the reference events of the groups
     that agree (all matched), and the groups that do not (``bad``, a persisted DataFrame of
-    ``__p_g``; ``release()`` it)."""
+    the groups' hashes; ``release()`` it)."""
 
     rows: tuple[int, int]
     keys: tuple[int, int]
@@ -71,10 +82,9 @@ class Screen:
     n_bad: int
     bad_events: int
     bad: DataFrame
-    per_group: DataFrame
 
     def release(self) -> None:
-        self.per_group.unpersist()
+        self.bad.unpersist()
 
 
 def screenable(plan: GroupedPlan) -> bool:
@@ -87,74 +97,92 @@ def screenable(plan: GroupedPlan) -> bool:
 
 
 def digest_columns(fields: tuple[StructField, ...], equality: Equality) -> list[str]:
-    """SQL for an event's two digests and its NaN flag (a NaN equals nothing when
+    """SQL for an event's digest and its NaN flag (a NaN equals nothing when
     ``nan_equal`` is off, so its group always goes to the full plan)."""
     compared = compared_fields(fields, equality)
-    values = [_hashable(canonical_value(ident(f.name), f, equality), f) for f in compared]
+    values = [_hashable(ident(f.name), f, equality) for f in compared]
     nulls = [f"{ident(f.name)} IS NULL" for f in compared]
     inputs = ", ".join([*values, *nulls]) or "0"
     if equality.nan_equal:
         nan = "FALSE"
     else:
         nan = " OR ".join(is_nan(ident(f.name), f.dataType) for f in compared) or "FALSE"
-    return [
-        f"xxhash64({inputs}) AS {_H1}",
-        f"xxhash64({_SALT}, {inputs}) AS {_H2}",
-        f"{nan} AS {_NAN}",
-    ]
+    return [f"xxhash64({inputs}) AS {_H1}", f"{nan} AS {_NAN}"]
 
 
-def _hashable(expr: str, field: StructField) -> str:
-    """A nested value as JSON text: ``xxhash64`` skips null elements and fields, so
-    ``[null, 1]`` and ``[1, null]`` would hash alike."""
-    nested = isinstance(field.dataType, (ArrayType, MapType, StructType))
-    if nested and not expr.startswith("to_json("):  # ``key_value`` may have made it JSON
-        return f"to_json({expr})"
-    return expr
+def _hashable(expr: str, field: StructField, equality: Equality) -> str:
+    """The canonical value of a column, as ``xxhash64`` should see it.
+
+    A top-level float stays a number, NaN and -0.0 folded (``xxhash64`` hashes a double's
+    bits, and every NaN has the same bits once folded): cheaper than the text that
+    ``canonical_value`` makes of it for grouping. A nested value is JSON text: ``xxhash64``
+    skips null elements and fields, so ``[null, 1]`` and ``[1, null]`` would hash alike."""
+    dtype = field.dataType
+    if isinstance(dtype, (DoubleType, FloatType)):
+        zero = "CAST(0 AS FLOAT)" if isinstance(dtype, FloatType) else "0.0D"
+        nan = "CAST('NaN' AS FLOAT)" if isinstance(dtype, FloatType) else "CAST('NaN' AS DOUBLE)"
+        return f"(CASE WHEN isnan({expr}) THEN {nan} WHEN {expr} = 0 THEN {zero} ELSE {expr} END)"
+    canonical = canonical_value(expr, field, equality)
+    nested = isinstance(dtype, (ArrayType, MapType, StructType))
+    if nested and not canonical.startswith("to_json("):  # ``key_value`` may have made it JSON
+        return f"to_json({canonical})"
+    return canonical
 
 
 def screening_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> DataFrame:
-    """One row per group: counts per side, the XORed digests, whether it agrees (``ok``)."""
+    """One row per group: its 128-bit hash, counts per side, the XORed digests, whether it
+    agrees (``ok``)."""
     kind = plan.layout.type_column
     extra = [] if kind is None else [f"CAST({ident(kind)} AS STRING) AS {_KIND}"]
+    # Only longs cross the shuffle: the group as two 64-bit hashes (Spark sorts on a long
+    # prefix, where a struct key would be compared field by field) and the stream order.
     events = tagged_union(plan, reference, candidate).selectExpr(
-        GROUP, SIDE, POS, KEYED, TYPE_OK, *extra, *digest_columns(plan.fields, plan.equality)
+        *group_hashes(),
+        SIDE,
+        ORD,
+        KEYED,
+        TYPE_OK,
+        *extra,
+        *digest_columns(plan.fields, plan.equality),
     )
-    # Shuffled and sorted by a 64-bit hash of the group first: Spark sorts on a long
-    # prefix, where a struct key would be compared field by field (a third slower here).
-    ranked = (
-        events.selectExpr("*", f"xxhash64({GROUP}) AS {_GH}")
-        .repartition(_GH)
-        .selectExpr(
-            "*",
-            f"row_number() OVER (PARTITION BY {_GH}, {GROUP}, {SIDE} ORDER BY {POS}) AS {_RANK}",
-        )
+    ranked = events.repartition(_GH).selectExpr(
+        "*",
+        f"row_number() OVER (PARTITION BY {_GH}, {_GH2}, {SIDE} ORDER BY {ORD}) AS {_RANK}",
     )
 
-    def xor(side: int, digest: str) -> str:
-        return f"bit_xor(CASE WHEN {SIDE} = {side} THEN xxhash64({digest}, {_RANK}) END)"
+    def xor(side: int, salt: str) -> str:
+        mixed = f"xxhash64({salt}{_H1}, {_RANK})"
+        return f"bit_xor(CASE WHEN {SIDE} = {side} THEN {mixed} END)"
 
     aggregates = [
         f"sum(CASE WHEN {SIDE} = 0 THEN 1 ELSE 0 END) AS nr",
         f"sum(CASE WHEN {SIDE} = 1 THEN 1 ELSE 0 END) AS nc",
-        f"{xor(0, _H1)} AS r1",
-        f"{xor(1, _H1)} AS c1",
-        f"{xor(0, _H2)} AS r2",
-        f"{xor(1, _H2)} AS c2",
+        f"{xor(0, '')} AS r1",
+        f"{xor(1, '')} AS c1",
+        f"{xor(0, _SALT + ', ')} AS r2",
+        f"{xor(1, _SALT + ', ')} AS c2",
         f"max({_NAN}) AS nan",
         f"max({KEYED}) AS keyed",
     ]
     if plan.layout.typed:
-        undeclared = f"struct({POS}, {SIDE}, {_KIND})"
+        undeclared = f"struct({ORD}, {SIDE}, {_KIND})"
         aggregates.append(f"min(CASE WHEN NOT {TYPE_OK} THEN {undeclared} END) AS bad_type")
-    per_group = ranked.groupBy(_GH, GROUP).agg(*[F.expr(a) for a in aggregates])
+    per_group = ranked.groupBy(_GH, _GH2).agg(*[F.expr(a) for a in aggregates])
     ok = "nr = nc AND r1 <=> c1 AND r2 <=> c2 AND NOT nan"
     return per_group.selectExpr("*", f"{ok} AS ok")
 
 
+def group_hashes() -> list[str]:
+    """SQL for the group's two 64-bit hashes. Two groups with the same 128 bits would be
+    screened as one (about one chance in 2^64 for a billion groups): their events would
+    be ranked together, and since the digests hash the key's values too, the merged group
+    agrees only if each of them does."""
+    return [f"xxhash64({GROUP}) AS {_GH}", f"xxhash64({_SALT}, {GROUP}) AS {_GH2}"]
+
+
 def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Screen:
-    """Run the screening plan once; the per-group rows stay persisted for the full plan."""
-    per_group = screening_plan(plan, reference, candidate).persist(StorageLevel.MEMORY_AND_DISK)
+    """Run the screening plan once: the totals come back as the job's observed metrics,
+    and only the groups that disagree are kept (persisted) for the full plan."""
     totals = [
         "sum(nr) AS nr",
         "sum(nc) AS nc",
@@ -166,37 +194,82 @@ def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Scr
     ]
     if plan.layout.typed:
         totals.append("min(bad_type) AS bad_type")
+    observation = Observation("parity-screen")
+    per_group = screening_plan(plan, reference, candidate).observe(
+        observation, *[F.expr(t) for t in totals]
+    )
+    bad = per_group.where("NOT ok").select(_GH, _GH2).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        row = per_group.agg(*[F.expr(t) for t in totals]).collect()[0]
+        bad.count()
+        row = observation.get
     except BaseException:
-        per_group.unpersist()
+        bad.unpersist()
         raise
-    if plan.layout.typed and row["bad_type"] is not None:
-        per_group.unpersist()
-        bad = row["bad_type"]
-        side = ("reference", "candidate")[bad[1]]
+    if plan.layout.typed and row.get("bad_type") is not None:
+        bad.unpersist()
+        undeclared = row["bad_type"]
+        side = ("reference", "candidate")[undeclared[1]]
         raise InputError(
-            f"{side} event #{bad[0]}: typed dependence: event type {bad[2]!r} is not "
-            "declared in types"
+            f"{side} event #{_position(reference, candidate, undeclared)}: typed dependence: "
+            f"event type {undeclared[2]!r} is not declared in types"
         )
     return Screen(
-        rows=(row["nr"] or 0, row["nc"] or 0),
-        keys=(row["kr"] or 0, row["kc"] or 0),
-        agreed=row["agreed"] or 0,
-        n_bad=row["bad"] or 0,
-        bad_events=row["bad_events"] or 0,
-        bad=per_group.where("NOT ok").select(GROUP),
-        per_group=per_group,
+        rows=(row.get("nr") or 0, row.get("nc") or 0),
+        keys=(row.get("kr") or 0, row.get("kc") or 0),
+        agreed=row.get("agreed") or 0,
+        n_bad=row.get("bad") or 0,
+        bad_events=row.get("bad_events") or 0,
+        bad=bad,
     )
 
 
+def _position(reference: DataFrame, candidate: DataFrame, found: Row) -> int:
+    """The dense position of the event ``found`` names by its order and side."""
+    stream = (reference, candidate)[found[1]]
+    row = stream.where(F.col(ORD) == F.lit(found[0])).select(POS).limit(1).collect()
+    return int(row[0][0]) if row else int(found[0])
+
+
 def restrict(union: DataFrame, screened: Screen) -> DataFrame:
-    """The events of the groups that disagree (a semi-join, by broadcast when they fit)."""
-    bad = screened.bad.select(F.col(GROUP).alias(_BAD))
+    """The events of the groups that disagree (a semi-join on the group's hashes, by
+    broadcast when they fit)."""
+    bad = screened.bad.select(F.col(_GH).alias(_BAD), F.col(_GH2).alias(_BAD2))
     if screened.n_bad <= BROADCAST_GROUPS:
         bad = F.broadcast(bad)
-    # null-safe: a key column may hold nulls, and the group is a struct of key values
-    return union.join(bad, F.col(GROUP).eqNullSafe(F.col(_BAD)), "left_semi")
+    hashed = union.selectExpr("*", *group_hashes())
+    on = (F.col(_GH) == F.col(_BAD)) & (F.col(_GH2) == F.col(_BAD2))
+    return hashed.join(bad, on, "left_semi").drop(_GH, _GH2)
+
+
+def without_agreeing_prefix(grouped: DataFrame, plan: GroupedPlan) -> tuple[DataFrame, Observation]:
+    """The events of disagreeing chains (``grouped``, partitioned by group) from each
+    chain's first differing rank on, and an observation of how many pairs came before.
+
+    The core matches a key's events pairwise, in order, while both sides agree: before the
+    first rank where they differ, an event's own queue holds only events of its side still
+    waiting for their equal partner, so it is matched or waits, never sets off detection or
+    resynchronisation; after it, the queues hold exactly the events from that rank on.
+    So the loop reaches the same state, and leaves the same events, without the prefix.
+    Equal digests stand for equal events here as they do in screening."""
+    digest, nan = digest_columns(plan.fields, plan.equality)
+    chain = f"PARTITION BY {GROUP}, {SIDE} ORDER BY {ORD}"
+    ranked = grouped.selectExpr("*", digest, nan, f"row_number() OVER ({chain}) AS {_RANK}")
+    pair = f"PARTITION BY {GROUP}, {_RANK}"
+    paired = ranked.selectExpr(
+        "*",
+        f"count(1) OVER ({pair}) = 2 AND min({_H1}) OVER ({pair}) = max({_H1}) OVER ({pair})"
+        f" AND NOT max({_NAN}) OVER ({pair}) AS {_PAIR_OK}",
+    )
+    first_bad = f"min(CASE WHEN NOT {_PAIR_OK} THEN {_RANK} END) OVER (PARTITION BY {GROUP})"
+    cut = paired.selectExpr("*", f"coalesce({first_bad}, 0) AS {_CUT}")
+    observation = Observation("parity-prefix")
+    before = f"{_RANK} < {_CUT}"
+    counted = cut.observe(
+        observation,
+        F.expr(f"sum(CASE WHEN {SIDE} = 0 AND {before} THEN 1 ELSE 0 END)").alias("matched"),
+    )
+    kept = counted.where(f"NOT ({before})").drop(_H1, _NAN, _RANK, _PAIR_OK, _CUT)
+    return kept, observation
 
 
 def run_screened(
@@ -215,21 +288,22 @@ def run_screened(
         if screened.n_bad == 0:
             return Outcome(True, screened.rows[0], stats, Findings())
         union = tagged_union(plan, streams.reference, streams.candidate)
-        partitioned = (
-            restrict(union, screened)
-            .repartition(GROUP)
-            .select(*[column(c) for c in plan.names], POS, SIDE)
-            .sortWithinPartitions(POS, SIDE)
-        )
+        grouped = restrict(union, screened).repartition(GROUP)
+        prefix = None
+        if plan.layout.chain and not plan.layout.typed:
+            grouped, prefix = without_agreeing_prefix(grouped, plan)
+        partitioned = grouped.select(*[column(c) for c in plan.names], POS, SIDE)
         here = screened.bad_events > EXACT_LIMIT
         results = match_partitions(
-            partitioned,
+            partitioned.sortWithinPartitions(POS, SIDE),
             dependence,
             plan.equality,
             plan.names,
             (screened.rows, limit) if here else None,
         )
         matched = screened.agreed + results.total("matched")
+        if prefix is not None:
+            matched += prefix.get.get("matched") or 0
         if here:
             warning = (
                 f"{screened.bad_events} events of {screened.n_bad} groups that differ were "

@@ -28,7 +28,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from matcher.errors import InputError
-from matcher.spark.schema import POS, column
+from matcher.spark.equality_sql import literal
+from matcher.spark.schema import ORD, POS, column
 
 FORMATS = ("parquet", "json", "jsonl", "csv")
 _EXTENSIONS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
@@ -38,6 +39,12 @@ _OFFSET = "__p_offset"
 _FILE = "__p_file"
 _BLOCK = "__p_block"
 _PART = "__p_part"
+_ROW = "__p_row"
+_INDEX = "__p_file_index"
+_ROW_BITS = 40  # rows per file below 2^40, files below 2^23
+#: an output of more files is numbered by the counting job, not from its listing
+LISTED_FILES = 1_000
+_FILE_UNKNOWN = "Parity: a row from a file that the listing of the output lacks: "
 #: CSV has no nulls to the core's reader; a quoted empty field stays "" with this
 _NO_NULL = "\u0000"
 
@@ -59,16 +66,19 @@ def read_stream(
         if order_by is None:
             return df
         df = df.drop(POS)
-    try:
-        natural = _number_by_files(df)
-    except AnalysisException:  # not a file scan (a view, an in-memory DataFrame)
-        natural = _number_by_partitions(df)
+    if order_by:
+        missing = [c for c in order_by if c not in df.columns]
+        if missing:
+            raise InputError(f"order_by column {missing[0]!r} is not in the output {_name(path)}")
+    natural = _number_by_row_index(df) if not order_by else None
+    if natural is None:
+        try:
+            natural = _number_by_files(df)
+        except AnalysisException:  # not a file scan (a view, an in-memory DataFrame)
+            natural = _number_by_partitions(df)
     if not order_by:
         return natural
-    missing = [c for c in order_by if c not in df.columns]
-    if missing:
-        raise InputError(f"order_by column {missing[0]!r} is not in the output {_name(path)}")
-    ordered = natural.orderBy(*[column(c) for c in order_by], POS).drop(POS)
+    ordered = natural.orderBy(*[column(c) for c in order_by], POS).drop(POS, ORD)
     return _number_by_partitions(ordered)
 
 
@@ -122,6 +132,89 @@ def _suffix(path: Path) -> str:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _number_by_row_index(df: DataFrame) -> DataFrame | None:
+    """Positions of a Parquet scan without running a job, or ``None`` for other scans.
+
+    Parquet gives each row its index in its file (``_metadata.row_index``) and the driver
+    knows the files (``inputFiles()``), so the stream order is the long ``__p_ord``: the
+    file's place in name order (``file_index``) times 2^40, plus the row's index. The dense
+    ``__pos`` adds to the row's index the rows of the files before its own: a per-file count,
+    joined back by broadcast, that Spark computes only in a plan that reads ``__pos``
+    (the join is a left join on a grouped table, which the optimizer drops when nothing
+    reads from it). Screening needs only the order, so an equivalent output never counts.
+    """
+    try:
+        files = sorted(df.inputFiles(), key=urllib.parse.unquote)
+        indexed = df.select(
+            "*",
+            F.col("_metadata.file_path").alias(_FILE),
+            F.col("_metadata.row_index").alias(_ROW),
+        )
+    except AnalysisException:  # no row index: not Parquet, or not a file scan
+        return None
+    if not files or len(files) > LISTED_FILES:
+        return None
+    spark = df.sparkSession
+    names = [_spark_path(f) for f in files]
+    sample = indexed.select(_FILE).limit(1).collect()
+    if sample and sample[0][_FILE] not in set(names):  # a path written another way
+        return None
+    # inline rows: a local relation, which Spark broadcasts without running a job
+    rows = ", ".join(f"(CAST({i} AS BIGINT), {literal(name)})" for i, name in enumerate(names))
+    listing = spark.sql(f"SELECT * FROM VALUES {rows} AS listing({_INDEX}, {_FILE})")
+    data = df.columns
+    with_order = indexed.select(
+        *[column(c) for c in data],
+        _FILE,
+        _ROW,
+        F.expr(f"shiftleft({file_index(names)}, {_ROW_BITS}) + {_ROW}").alias(ORD),
+    )
+    counts = (
+        df.select(F.col("_metadata.file_path").alias(_FILE))
+        .groupBy(_FILE)
+        .agg(F.count(F.lit(1)).alias("n"))
+        .join(listing, _FILE)
+        .selectExpr(
+            _FILE,
+            f"sum(n) OVER (ORDER BY {_INDEX} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+            f" - n AS {_OFFSET}",
+        )
+        .groupBy(_FILE)  # one row per file, as the optimizer can see
+        .agg(F.max(_OFFSET).alias(_OFFSET))
+    )
+    return with_order.join(F.broadcast(counts), _FILE, "left").select(
+        *[column(c) for c in data],
+        (F.col(_OFFSET) + F.col(_ROW)).alias(POS),
+        ORD,
+    )
+
+
+def file_index(names: Sequence[str]) -> str:
+    """SQL for the place of ``__p_file`` in ``names`` (listed in stream order), by binary
+    search over the paths in Spark's string order: a few comparisons per row, where a
+    join would hash every row's path. A path not listed fails the job, naming it."""
+    by_bytes = sorted(enumerate(names), key=lambda item: item[1].encode())
+
+    def search(lo: int, hi: int) -> str:
+        if hi - lo == 1:
+            index, name = by_bytes[lo]
+            return f"CASE WHEN {_FILE} = {literal(name)} THEN CAST({index} AS BIGINT) END"
+        mid = (lo + hi) // 2
+        return (
+            f"CASE WHEN {_FILE} < {literal(by_bytes[mid][1])} THEN {search(lo, mid)}"
+            f" ELSE {search(mid, hi)} END"
+        )
+
+    unknown = literal(_FILE_UNKNOWN)
+    return f"coalesce({search(0, len(by_bytes))}, raise_error({unknown} || {_FILE}))"
+
+
+def _spark_path(uri: str) -> str:
+    """A path as ``inputFiles()`` gives it, written as ``_metadata.file_path`` writes it:
+    ``file:///x`` is ``file:/x`` there."""
+    return "file:/" + uri[len("file:///") :] if uri.startswith("file:///") else uri
 
 
 def _number_by_files(df: DataFrame) -> DataFrame:
