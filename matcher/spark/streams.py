@@ -61,7 +61,7 @@ def read_stream(
     ``format``: ``parquet``, ``json`` (JSON lines), ``csv`` (a header, values as strings);
     ``None`` guesses from the file names. ``order_by``: the columns that give stream order.
     """
-    df = _load(spark, path, format)
+    df, kind = _open(spark, path, format)
     if POS in df.columns:
         if order_by is None:
             return df
@@ -70,7 +70,7 @@ def read_stream(
         missing = [c for c in order_by if c not in df.columns]
         if missing:
             raise InputError(f"order_by column {missing[0]!r} is not in the output {_name(path)}")
-    natural = _number_by_row_index(df) if not order_by else None
+    natural = _number_by_row_index(df) if kind == "parquet" and not order_by else None
     if natural is None:
         try:
             natural = _number_by_files(df)
@@ -87,8 +87,16 @@ def _name(path: str | Path | DataFrame) -> str:
 
 
 def _load(spark: SparkSession, path: str | Path | DataFrame, format: str | None) -> DataFrame:
+    return _open(spark, path, format)[0]
+
+
+def _open(
+    spark: SparkSession, path: str | Path | DataFrame, format: str | None
+) -> tuple[DataFrame, str | None]:
+    """The output as a DataFrame, and the file format it was read in (``None``: a table or
+    a DataFrame)."""
     if isinstance(path, DataFrame):
-        return path
+        return path, None
     text = str(path)
     if not text:
         raise InputError("an output path is empty")
@@ -96,12 +104,12 @@ def _load(spark: SparkSession, path: str | Path | DataFrame, format: str | None)
         raise InputError(f"{text}: unknown format {format!r} (known: {', '.join(FORMATS)})")
     try:
         if format is None and "/" not in text and spark.catalog.tableExists(text):
-            return spark.table(text)
+            return spark.table(text), None
         kind = "json" if format == "jsonl" else (format or _guess_format(text))
         reader = spark.read
         if kind == "csv":
             reader = reader.option("header", True).option("nullValue", _NO_NULL)
-        return reader.format(kind).load(text)
+        return reader.format(kind).load(text), kind
     except AnalysisException as exc:
         raise InputError(f"{text}: {_first_line(exc)}") from exc
 
@@ -135,7 +143,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _number_by_row_index(df: DataFrame) -> DataFrame | None:
-    """Positions of a Parquet scan without running a job, or ``None`` for other scans.
+    """Positions of a Parquet scan without running a job (``None``: it cannot say).
 
     Parquet gives each row its index in its file (``_metadata.row_index``) and the driver
     knows the files (``inputFiles()``), so the stream order is the long ``__p_ord``: the
