@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from matcher import InputError, compare
 from matcher.dependence import by_key, unordered
@@ -151,6 +152,61 @@ def test_order_by_sorts_and_breaks_ties_in_file_order(spark: SparkSession, tmp_p
     write_json_lines(tmp_path / "part-1.json", [{"t": 1, "i": 2}, {"t": 2, "i": 3}])
     stream = read_stream(spark, str(tmp_path), order_by=["t"])
     assert positions(stream, "t", "i") == [(1, 1), (1, 2), (2, 3), (3, 0)]
+
+
+@pytest.fixture(params=["fixed partitions", "adaptive coalescing"])
+def sorts_that_vary(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A sort whose partitions differ from one execution to the next, as at scale: range
+    bounds from a sample (more rows per task than the sample takes), and either many fixed
+    partitions or adaptive coalescing by the bytes a job reads, which depend on its
+    columns."""
+    conf = {
+        "spark.sql.shuffle.partitions": "16",
+        "spark.sql.adaptive.coalescePartitions.enabled": str(
+            request.param == "adaptive coalescing"
+        ).lower(),
+        "spark.sql.adaptive.advisoryPartitionSizeInBytes": "16k",
+        "spark.sql.adaptive.coalescePartitions.minPartitionSize": "1k",
+    }
+    old = {k: spark.conf.get(k, None) for k in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    yield str(request.param)
+    for key, value in old.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+
+
+@pytest.mark.slow
+def test_order_by_positions_do_not_depend_on_how_a_sort_partitions(
+    spark: SparkSession, tmp_path: Path, sorts_that_vary: str
+) -> None:
+    # seq is the stream order; the files hold it shuffled, so the sort does the work
+    n = 30_000
+    rows = spark.range(n).selectExpr(
+        "id % 1009 AS k", "(id * 7919) % 30000 AS seq", "sha2(CAST(id AS STRING), 256) AS pad"
+    )
+    rows.repartition(2).write.parquet(str(tmp_path / "ref"))
+    rows.repartition(3).write.parquet(str(tmp_path / "cand"))
+    for side in ("ref", "cand"):
+        stream = read_stream(spark, str(tmp_path / side), format="parquet", order_by=["seq"])
+        # three jobs: positions read alone, with every column, and counted per partition
+        assert sorted(r["__pos"] for r in stream.select("__pos").collect()) == list(range(n))
+        assert positions(stream, "seq") == [(i,) for i in range(n)]
+        per_task = stream.groupBy(F.spark_partition_id()).count().collect()
+        assert sum(r["count"] for r in per_task) == n
+    reference, candidate = (
+        read_stream(spark, str(tmp_path / side), format="parquet", order_by=["seq"])
+        for side in ("ref", "cand")
+    )
+    verdict = compare_dataframes(reference, candidate, by_key("k"))
+    assert (verdict.status, verdict.reference_count, verdict.candidate_count) == (
+        "equivalent",
+        n,
+        n,
+    )
 
 
 def test_csv_values_stay_strings(spark: SparkSession, tmp_path: Path) -> None:

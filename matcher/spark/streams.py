@@ -10,9 +10,10 @@ by one task, front to back). One small aggregation counts the rows of every (fil
 their prefix sums, computed on the driver (a row per split), are joined back by broadcast.
 
 With ``order_by`` the rows are range-partitioned and sorted by those columns, ties broken by
-the file order above (so that positions are the same each time the plan runs), and the
-same counting is done per sorted partition. Neither way sorts the stream into one
-partition or numbers it with a global ``row_number``.
+the file order above, materialised once (a local checkpoint: a sort's partitions differ
+from one execution to the next), and the same counting is done per sorted partition.
+Neither way sorts the stream into one partition or numbers it with a global
+``row_number``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -70,7 +72,7 @@ def read_stream(
         missing = [c for c in order_by if c not in df.columns]
         if missing:
             raise InputError(f"order_by column {missing[0]!r} is not in the output {_name(path)}")
-    natural = _number_by_row_index(df) if kind == "parquet" and not order_by else None
+    natural = _number_by_row_index(df) if kind == "parquet" else None
     if natural is None:
         try:
             natural = _number_by_files(df)
@@ -78,7 +80,9 @@ def read_stream(
             natural = _number_by_partitions(df)
     if not order_by:
         return natural
-    ordered = natural.orderBy(*[column(c) for c in order_by], POS).drop(POS, ORD)
+    # ties keep the natural order; __p_ord, where there is one, needs no counting job
+    tie = ORD if ORD in natural.columns else POS
+    ordered = natural.orderBy(*[column(c) for c in order_by], tie).drop(POS, ORD)
     return _number_by_partitions(ordered)
 
 
@@ -164,26 +168,27 @@ def _number_by_row_index(df: DataFrame) -> DataFrame | None:
         return None
     if not files or len(files) > LISTED_FILES:
         return None
-    spark = df.sparkSession
     names = [_spark_path(f) for f in files]
     sample = indexed.select(_FILE).limit(1).collect()
     if sample and sample[0][_FILE] not in set(names):  # a path written another way
         return None
-    # inline rows: a local relation, which Spark broadcasts without running a job
-    rows = ", ".join(f"(CAST({i} AS BIGINT), {literal(name)})" for i, name in enumerate(names))
-    listing = spark.sql(f"SELECT * FROM VALUES {rows} AS listing({_INDEX}, {_FILE})")
     data = df.columns
+    index = file_index(names)
     with_order = indexed.select(
         *[column(c) for c in data],
         _FILE,
         _ROW,
-        F.expr(f"shiftleft({file_index(names)}, {_ROW_BITS}) + {_ROW}").alias(ORD),
+        F.expr(f"shiftleft({index}, {_ROW_BITS}) + {_ROW}").alias(ORD),
     )
     counts = (
         df.select(F.col("_metadata.file_path").alias(_FILE))
         .groupBy(_FILE)
         .agg(F.count(F.lit(1)).alias("n"))
-        .join(listing, _FILE)
+        .selectExpr(
+            _FILE,
+            "n",
+            f"{index} AS {_INDEX}",
+        )
         .selectExpr(
             _FILE,
             f"sum(n) OVER (ORDER BY {_INDEX} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
@@ -240,7 +245,17 @@ def _number_by_files(df: DataFrame) -> DataFrame:
 
 
 def _number_by_partitions(df: DataFrame) -> DataFrame:
-    """Positions in (partition, row) order: for a sorted DataFrame, or one with no files."""
+    """Positions in (partition, row) order: for a sorted DataFrame, or one with no files.
+
+    Partition ids are only stable within one execution of a plan: a sort's range bounds
+    come from a random sample seeded by the RDD's id, and adaptive execution coalesces
+    partitions by the bytes it saw, which depend on the columns a job reads. Counting in
+    one job and numbering in another would then pair the counts of one partitioning with
+    the rows of another (wrong positions, rows dropped by the join). So the rows are
+    materialised once (a local checkpoint), and every job after reads the same partitions.
+    A lost checkpoint block fails the job; it is never recomputed differently.
+    """
+    df = df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
     chunk = [F.spark_partition_id().cast("long").alias(_PART)]
     schema = [StructField(_PART, LongType())]
 
