@@ -3,6 +3,7 @@
 #   make test    install from uv.lock into .venv, then run the test suite
 #   make demo    install, then run every bundled validation through Airflow; print the verdicts
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
+#   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
 #   make fmt     format and auto-fix
 #   make lock    re-resolve uv.lock after editing dependencies in pyproject.toml
 #   make clean   remove the venv and every cache
@@ -25,7 +26,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install test lint check demo fmt lock clean
+.PHONY: help install test scale lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -43,6 +44,11 @@ $(STAMP): pyproject.toml uv.lock
 
 test: install
 	$(BIN)/pytest
+
+# Differential tests of the Spark engine at PARITY_SCALE_ROWS rows per output (default
+# 3,000,000) on every layout Spark writes, with and without order_by (tests/test_scale.py).
+scale: install
+	$(BIN)/pytest --scale -m scale -p no:cacheprovider tests/test_scale.py
 
 # `uv lock --check` first: install uses --frozen, which would silently ignore a
 # dependency added to pyproject.toml without re-running `make lock`.

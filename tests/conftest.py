@@ -6,12 +6,15 @@
   200 examples per property, no deadline (the brute-force oracles are slow on purpose),
   and no example database written into the work tree;
 * ``dev``: random, 1,000 examples, with the local example database, for hunting bugs.
+
+and the ``--scale`` option: tests marked ``scale`` (millions of rows) run only with it.
 """
 
 from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _QUIET_CHECKS = (HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much)
@@ -33,3 +36,22 @@ settings.register_profile(
     suppress_health_check=_QUIET_CHECKS,
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--scale",
+        action="store_true",
+        help="also run the tests marked scale: millions of rows, minutes each (make scale)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``scale`` run only with ``--scale``; otherwise they are deselected, not
+    skipped, so the default run neither starts their session nor writes their data."""
+    if config.getoption("--scale"):
+        return
+    kept = [item for item in items if item.get_closest_marker("scale") is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
