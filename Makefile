@@ -48,7 +48,7 @@ test: install
 # Differential tests of the Spark engine at PARITY_SCALE_ROWS rows per output (default
 # 3,000,000) on every layout Spark writes, with and without order_by (tests/test_scale.py).
 scale: install
-	$(BIN)/pytest --scale -m scale -p no:cacheprovider tests/test_scale.py
+	$(BIN)/pytest --scale -m scale --timeout 7200 -p no:cacheprovider tests/test_scale.py
 
 # `uv lock --check` first: install uses --frozen, which would silently ignore a
 # dependency added to pyproject.toml without re-running `make lock`.

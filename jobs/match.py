@@ -20,9 +20,12 @@ whose every divergence lies in that noise is ``noisy`` rather than ``divergent``
 document ``--json-out`` writes) and becomes the run's ``report_path``.
 
 Exit codes: 0 equivalent, 1 divergent or noisy, 2 error; with ``--record-only`` (the Airflow
-pipeline: its gate decides later), 0 whenever a verdict was recorded. A user's error (bad
-spec, unreadable output, incompatible schemas, bad arguments) is one line on stderr,
-``match: error: ...``, no traceback.
+pipeline: its gate decides later), 0 whenever a verdict was recorded. Exit 1 means divergent
+or noisy and nothing else. A user's error (bad spec, unreadable output, incompatible
+schemas, bad or non-UTF-8 arguments, a spec's function that raised) is one line on stderr,
+``match: error: ...``, no traceback; any other exception is a bug, one line
+``match: internal error: ...`` naming the file its traceback was written to. Either way a
+run that had started is stored as failed.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from matcher.errors import InputError, ParityError
 from matcher.serialize import json_safe
 from matcher.spec import Spec, load_spec
 from matcher.store import RunOutcome, RunStart, Store
-from parity.engine import first_line, is_spark_error
+from parity.engine import check_text_arguments, internal_error_line, known_failure
 from parity.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 
 EXIT_EQUIVALENT, EXIT_DIVERGENT, EXIT_ERROR = 0, 1, 2
@@ -89,14 +92,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--common-columns",
         action="store_true",
-        help="compare the columns both outputs have instead of failing on a schema difference",
+        help="kept for old callers, no effect: a schema difference is a finding of the "
+        "verdict (schema.mode in the spec), never a failure",
     )
     return parser
 
 
+#: the largest count an argument takes: the store's integers are 64-bit
+MAX_COUNT = 2**63 - 1
+
+
 def _count(text: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    if int(text) > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected a whole number <= {MAX_COUNT}, got {text!r}")
     return int(text)
 
 
@@ -104,6 +114,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The arguments, checked beyond what argparse can say (exits 2 with one line)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:  # the arguments reach the results store, which holds text only
+        check_text_arguments(sys.argv[1:] if argv is None else argv)
+    except InputError as exc:
+        parser.error(str(exc))
     if (args.dag_id is None) != (args.dag_run_id is None):
         parser.error("--dag-id and --dag-run-id go together")
     if args.slice_json is not None:
@@ -179,11 +193,26 @@ def verdict_document(run_id: str, result: NoisyComparison) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        spec = load_spec(args.spec)
-        store = Store.open(args.db)
-    except ParityError as exc:
+        return run(args)
+    except (ParityError, OSError) as exc:
         return _fail(exc)
-    start = build_run_start(args, spec)
+    except Exception as exc:  # never exit 1 (divergent) on a crash, nor with a traceback
+        known = known_failure(exc)
+        if known is not None:
+            return _fail(known)
+        print(internal_error_line(exc, "match"), file=sys.stderr)
+        return EXIT_ERROR
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare and record; raises on failure, after marking a started run failed."""
+    spec = load_spec(args.spec)
+    store = Store.open(args.db)
+    try:
+        start = build_run_start(args, spec)
+    except BaseException:
+        store.close()
+        raise
     runs = spec.noise.reference_runs
     if runs > 1 and not args.rerun_reference:
         print(f"match: note: noise.reference_runs is {runs} but no --rerun-reference was given")
@@ -202,17 +231,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Written before the run is recorded: a file that cannot be written fails the run.
             _write_documents(args, verdict_document(start.run_id, result))
             store.record_run(start.run_id, build_outcome(result, args.report_dir))
-    except (ParityError, OSError) as exc:
-        return _fail(exc)
-    except Exception as exc:  # Spark's own errors: translate at the boundary
-        if is_spark_error(exc):
-            return _fail(InputError(first_line(exc)))
-        raise
+    except Exception as exc:  # Spark's errors and a spec's function: translate at the boundary
+        known = known_failure(exc, spec.functions)
+        if known is None or known is exc:
+            raise
+        raise known from exc
     finally:
         store.close()
     verdict = result.verdict
     counts = ", ".join(f"{kind} {n}" for kind, n in verdict.counts.items())
     print(f"match: {start.run_id}: {result.status} ({counts}) in {result.seconds:.1f}s")
+    if verdict.schema is not None and verdict.schema.findings:
+        print(f"match: schema: {verdict.schema.summary()} under {verdict.schema.mode}")
     if result.report is not None:
         print(f"match: noise: {result.report.summary()}")
     return exit_code(result.status, record_only=args.record_only)

@@ -13,9 +13,44 @@ once, over the events that stayed unmatched (matched events form consistent pref
 3. If chains can depend on each other, matched pairs whose dependent order differs are
    reorderings (the events in most inversions are taken out first).
 4. An unmatched reference event equal to an unmatched candidate event has moved: a
-   reordering. Unmatched events in the same gap of a chain, or similar enough (at most half
-   their columns differ), are a corruption. What remains is loss (reference) or duplication
-   (candidate).
+   reordering. An unmatched pair at the *same place* (below) is a corruption. What
+   remains is loss (reference) or duplication (candidate).
+
+The same place. A corruption says "the event that belongs here was replaced by this one";
+anything else that differs is an event missing from one stream and an event extra in the
+other. Where an event belongs is what the dependence relation orders it against
+(DESIGN.md, core semantics: two streams are equivalent up to swapping adjacent
+*independent* events, so an event's place is fixed only relative to the events it
+depends on; DiffStream, sections 3 and 4.1, reads a stream as the partial order its
+dependence relation induces, so an event has no place but its order against dependent
+events; and Wallaroo's sequence detector reads ``1, 3, 4, 5`` as a loss, a gap, not as
+2 corrupted). So, for one unmatched reference event ``x`` and one unmatched
+candidate event ``y``, in the group (unit between matched barriers, chain) each lies in:
+
+* a *chain* (a key of ``by_key``, a typed key, ``ordered``'s one chain, the barriers):
+  the same place is the same gap between matched events of that chain, and the same
+  offset in it: ``x`` is the k-th unmatched reference event of the gap (after step 4's
+  moved events are taken out), ``y`` the k-th unmatched candidate event. This is a
+  substitution of the chain's edit script. ``[1,2,3,4]`` against ``[1,3,4,5]`` under
+  ``ordered`` is a loss of 2 (between 1 and 3) and an extra 5 (after 4), not 2 becoming 5;
+  ``[1,2,3]`` against ``[1,9,3]`` is one corruption.
+* no chain (``unordered``, a type without a self edge, the events of a punctuation or
+  predicate form): nothing orders these events among themselves, so position says nothing
+  about which replaced which, and the same place is the same unit. Each unmatched
+  reference event, in stream order, pairs with the earliest free candidate event of its
+  unit that is similar (at most half the compared columns differ). Only when the unit
+  has at most ``MAX_SIMILARITY_PAIRS`` losses x duplications: beyond, none pair, so that
+  the cost stays linear and an engine that explains a unit in parts knows, from the
+  counts alone, whether any pairing applies.
+
+Either way, ``x`` and ``y`` must agree on every column the dependence reads
+(``Dependence.columns``): a pair that differs in a key column is an event that left its
+key's chain, a loss on the old key and an extra event on the new one (datacompy's
+"unique rows" on each side), never a corruption of the key. A corruption never crosses
+groups, so classifying each group alone (the Spark engine, at scale) finds the same kinds,
+save two cases: equal events in two units (moved across a barrier: a reordering here) and
+a chainless unit explained in parts, which must be told whether its whole is within
+``MAX_SIMILARITY_PAIRS`` (``matcher.spark.general`` does).
 
 This is exact for any single lost, duplicated, moved or altered event, and a readable
 account otherwise.
@@ -36,9 +71,9 @@ from matcher.verdict import Divergence, Kind
 Group = tuple[int, Hashable]  # (unit between matched barriers, chain); chain None: unordered
 
 MAX_ORDER_CHECK = 2_000
-#: losses x duplications compared for similarity across gaps (a corruption that also
-#: moved): beyond it, only pairs in the same gap are tried, so classification stays
-#: linear when thousands of events are lost and duplicated
+#: losses x duplications of one unordered group (no chain) compared for similarity: beyond
+#: it, none are paired, so classification stays linear when thousands of events are lost
+#: and duplicated (and an engine explaining part of the group can tell, from the counts)
 MAX_SIMILARITY_PAIRS = 40_000
 MAX_BARRIER_TRIALS = 32
 
@@ -66,10 +101,17 @@ class _Pairing:
 class Classifier:
     """Explains the unmatched events of one finished comparison (see the module doc)."""
 
-    def __init__(self, dependence: Dependence, equality: Equality, lengths: Sequence[int]) -> None:
+    def __init__(
+        self,
+        dependence: Dependence,
+        equality: Equality,
+        lengths: Sequence[int],
+        similarity_pairs: int = MAX_SIMILARITY_PAIRS,
+    ) -> None:
         self.dependence = dependence
         self.equality = equality
         self.lengths = lengths  # the streams' lengths so far (a live view while matching)
+        self.similarity_pairs = similarity_pairs  # see MAX_SIMILARITY_PAIRS
 
     def equal_entries(self, x: Entry, y: Entry) -> bool:
         return self.equality.equal(x.event, y.event)
@@ -320,29 +362,52 @@ class Classifier:
         return best
 
     def _corruptions(self, loose_ref: list[_Loose], loose_cand: list[_Loose]) -> list[Divergence]:
+        """Pair the unmatched events that stand at the same place (see the module doc)."""
         found = []
         taken: set[int] = set()
-        by_gap: dict[tuple[Group, int], list[_Loose]] = {}
-        for y in loose_cand:
-            by_gap.setdefault(y.gap, []).append(y)
-        for x in loose_ref:
-            candidates = by_gap.get(x.gap)
-            if candidates and (x.gap[0][1] is not None or self._similar(x, candidates[0])):
-                y = candidates.pop(0)
+        by_gap: dict[tuple[Group, int], tuple[list[_Loose], list[_Loose]]] = {}
+        for side, loose in ((0, loose_ref), (1, loose_cand)):
+            for x in loose:
+                by_gap.setdefault(x.gap, ([], []))[side].append(x)
+        for gap, (refs, cands) in by_gap.items():
+            if gap[0][1] is not None:
+                # A chain: the k-th unmatched event of a gap on each side, a substitution.
+                pairs = [(x, y) for x, y in zip(refs, cands, strict=False) if self._alike(x, y)]
+            elif len(refs) * len(cands) <= self.similarity_pairs:
+                pairs = self._similar_pairs(refs, cands)
+            else:
+                continue
+            for x, y in pairs:
                 taken.update((id(x), id(y)))
                 found.append(self._corruption(x, y))
         _drop(loose_ref, taken)
         _drop(loose_cand, taken)
-        if len(loose_ref) * len(loose_cand) <= MAX_SIMILARITY_PAIRS:
-            for x in loose_ref:
-                for y in loose_cand:
-                    if id(y) not in taken and self._similar(x, y):
-                        taken.update((id(x), id(y)))
-                        found.append(self._corruption(x, y))
-                        break
-            _drop(loose_ref, taken)
-            _drop(loose_cand, taken)
         return found
+
+    def _similar_pairs(
+        self, refs: list[_Loose], cands: list[_Loose]
+    ) -> list[tuple[_Loose, _Loose]]:
+        """Without a chain, position means nothing: each unmatched reference event, in
+        stream order, pairs with the earliest free candidate event similar to it."""
+        pairs = []
+        free = list(cands)
+        for x in refs:
+            for i, y in enumerate(free):
+                if self._similar(x, y) and self._alike(x, y):
+                    pairs.append((x, free.pop(i)))
+                    break
+        return pairs
+
+    def _alike(self, x: _Loose, y: _Loose) -> bool:
+        """Whether the two events agree on every column the dependence reads: one that
+        differs there (a key) put the event in another place, which no pairing undoes."""
+        columns = self.dependence.columns
+        if not columns:
+            return True
+        a, b = x.entry.event, y.entry.event
+        return not self.equality.differing_columns(
+            {c: a.get(c) for c in columns}, {c: b.get(c) for c in columns}
+        )
 
     def _similar(self, x: _Loose, y: _Loose) -> bool:
         a, b = x.entry.event, y.entry.event

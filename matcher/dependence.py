@@ -133,7 +133,9 @@ class ByKey(Dependence):
         return self._route
 
     def chain(self, event: Event) -> Hashable | None:
-        return self._route(event)
+        # Wrapped: a null key is a chain like any other, where a bare ``None`` would tell
+        # the classifier "no chain" and compare the key's events as a multiset.
+        return (self._route(event),)
 
     def key(self, event: Event) -> Any:
         if len(self.key_columns) == 1:
@@ -171,7 +173,15 @@ class Punctuation(Dependence):
 
     def depends(self, x: Event, y: Event) -> bool:
         tx, ty = self._ts(x), self._ts(y)
-        return bool((self._is_punctuation(x) and ty < tx) or (self._is_punctuation(y) and tx < ty))
+        try:
+            return bool(
+                (self._is_punctuation(x) and ty < tx) or (self._is_punctuation(y) and tx < ty)
+            )
+        except TypeError as exc:  # null, or a string against a number
+            raise InputError(
+                f"punctuation: timestamps {tx!r} and {ty!r} in column {self.timestamp!r} "
+                "cannot be compared"
+            ) from exc
 
     def new_pool(self, equality: Equality) -> Pool:
         return GeneralPool(equality, self.depends)
@@ -227,7 +237,10 @@ class ColumnEquals:
     values: frozenset[Any]
 
     def __call__(self, event: Event) -> bool:
-        return event.get(self.column) in self.values
+        try:
+            return event.get(self.column) in self.values
+        except TypeError:  # a list or a map: never one of the spec's scalar values
+            return False
 
     def __repr__(self) -> str:
         return f"{self.column} in {sorted(map(repr, self.values))}"

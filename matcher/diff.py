@@ -1,7 +1,9 @@
 """Myers' shortest edit script between two sequences of events under a custom equality.
 
 The classifier aligns the two sides of a chain (events that must keep their order) with it:
-what aligns matched, what does not is lost, extra, moved or corrupted. O((N+M)·D) for D
+what aligns matched, what does not is lost, extra, moved or corrupted. The matches cut the
+script into gaps; the k-th deletion and the k-th insertion of one gap are a substitution,
+which ``matcher.classify`` reads as a corruption (its "same place"). O((N+M)·D) for D
 differences, after trimming the common ends, which is what few divergences in long chains
 need.
 """

@@ -3,20 +3,47 @@
 An ``Equality`` is a value: the columns to ignore, numeric tolerances, string normalisation,
 NaN handling, or a user function. It answers three questions the matcher asks:
 
-* ``equal(a, b)``: are the events equal? (the default is a plain ``a == b`` with NaN == NaN)
+* ``equal(a, b)``: are the events equal? (the default: every column is *exactly* equal, below)
 * ``differing_columns(a, b)``: which columns tell them apart (for a corruption witness)
 * ``canonical(a)``: a hashable value that equal events share, so multiset matching can use a
   hash table; ``None`` when no such value exists (a user function)
 
-Tolerances make ``equal`` non-transitive; matching is then greedy (the earliest equal
-unmatched event wins), which is what a user of per-column tolerances expects.
+**Exact equality** of two values ``x`` and ``y`` (``same``), applied column by column (an
+ignored column is skipped; an absent column reads as null, as Spark's JSON writer drops null
+fields), after the column's string normalisation:
+
+* null equals only null;
+* a boolean equals only a boolean of the same value: ``true`` is not ``1``, ``false`` not
+  ``0``, whatever the tolerance;
+* numbers compare by value across the widenings: an int with an int (any width), an int
+  with a float, an int with a ``Decimal``, exactly (no rounding: Python's comparison);
+  ``-0.0`` equals ``0.0``; a ``Decimal`` and a float are unequal, unless a tolerance applies;
+* NaN (a float's, or a ``Decimal``'s) equals NaN when ``nan_equal`` (the default), else
+  nothing, itself included; it never equals a number;
+* values of different kinds are unequal (``1`` is not ``"1"``); other values (strings,
+  bytes, dates, timestamps) compare with ``==``, which keeps their types apart;
+* arrays (lists, tuples) are equal when they have the same length and are equal element
+  by element; maps and structs (mappings) when every key's values are equal, an absent key
+  reading as null (as at the top level); all by these same rules, at every depth.
+
+**A tolerance** on a column (``|x - y| <= abs`` or ``<= rel * max(|x|, |y|)``, in double
+precision) applies to every number in it, at every depth of its arrays, maps and structs,
+as PySpark's ``assertDataFrameEqual`` applies ``rtol``/``atol``. It only ever makes equal
+two numbers that differ by at most the tolerance: kinds are checked as without it (so a
+``Decimal`` and a float within tolerance are equal, a boolean and a number never); an
+infinity is close only to itself. A tolerance of 0 (``abs`` and ``rel`` both 0) is no
+tolerance: the column is compared exactly.
+
+Tolerances make ``equal`` non-transitive: ``1.0 ≈ 1.05 ≈ 1.1`` but ``1.0 ≉ 1.1``.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
@@ -57,9 +84,14 @@ class Tolerance:
                 f"tolerance must be non-negative numbers, got abs={self.abs} rel={self.rel}"
             )
 
+    @property
+    def exact(self) -> bool:
+        """A tolerance of 0: no number is close to another but itself."""
+        return self.abs == 0 and self.rel == 0
+
     def close(self, a: Any, b: Any) -> bool:
-        if not (_is_number(a) and _is_number(b)):
-            return bool(a == b)
+        """Whether the numbers ``a`` and ``b`` (not NaN) are within the tolerance, in double
+        precision; an infinity is close only to itself."""
         x, y = float(a), float(b)
         if x == y:
             return True
@@ -69,22 +101,107 @@ class Tolerance:
         return diff <= self.abs or diff <= self.rel * max(abs(x), abs(y))
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float, Decimal)) and not isinstance(value, bool)
+# The kinds ``same`` tells apart. Numbers are split so that the widenings can be named.
+_NULL, _BOOL, _INT, _FLOAT, _DECIMAL, _ARRAY, _MAP, _OTHER = range(8)
+_NUMBERS = frozenset({_INT, _FLOAT, _DECIMAL})
+_DECIMAL_FLOAT = frozenset({_DECIMAL, _FLOAT})
+_NONE_TYPE = type(None)
+_KINDS: dict[type, int] = {
+    _NONE_TYPE: _NULL,
+    bool: _BOOL,
+    int: _INT,
+    float: _FLOAT,
+    Decimal: _DECIMAL,
+    list: _ARRAY,
+    tuple: _ARRAY,
+    dict: _MAP,
+    str: _OTHER,
+    bytes: _OTHER,
+}
 
 
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and value != value
+#: what a class that ``_KINDS`` lacks is, by its first base here (``bool`` is an ``int``;
+#: ``numbers.Integral``/``Real`` catch numpy's scalars)
+_BASES: tuple[tuple[type, int], ...] = (
+    (bool, _BOOL),
+    (int, _INT),
+    (float, _FLOAT),
+    (Decimal, _DECIMAL),
+    (numbers.Integral, _INT),
+    (numbers.Real, _FLOAT),
+    (list, _ARRAY),
+    (tuple, _ARRAY),
+    (Mapping, _MAP),
+)
+
+
+def _kind(value: Any) -> int:
+    cls = value.__class__
+    kind = _KINDS.get(cls)
+    if kind is None:  # looked up once per class
+        kind = next((k for base, k in _BASES if isinstance(value, base)), _OTHER)
+        _KINDS[cls] = kind
+    return kind
+
+
+def _is_nan(value: Any, kind: int) -> bool:
+    if kind == _FLOAT:
+        return bool(value != value)
+    return kind == _DECIMAL and bool(value.is_nan())
+
+
+def same(x: Any, y: Any, nan_equal: bool = True, tolerance: Tolerance | None = None) -> bool:
+    """Whether the values ``x`` and ``y`` are equal by the rules of the module docstring,
+    numbers within ``tolerance`` at every depth (``None``, or an exact one: compared
+    exactly)."""
+    cls = x.__class__
+    if cls is y.__class__:  # the common cases first
+        if cls is str or cls is bool or cls is _NONE_TYPE:
+            return bool(x == y)
+        if tolerance is None:
+            if cls is int:
+                return bool(x == y)
+            if cls is float:
+                return x == y or (nan_equal and x != x and y != y)
+    if tolerance is not None and tolerance.exact:
+        tolerance = None
+    return _same(x, y, nan_equal, tolerance)
+
+
+def _same(x: Any, y: Any, nan_equal: bool, tolerance: Tolerance | None) -> bool:
+    kx, ky = _kind(x), _kind(y)
+    if kx in _NUMBERS and ky in _NUMBERS:
+        if tolerance is None and {kx, ky} == _DECIMAL_FLOAT:
+            return False  # not a widening: the float is the Decimal's value only by rounding
+        nan_x, nan_y = _is_nan(x, kx), _is_nan(y, ky)
+        if nan_x or nan_y:
+            return nan_equal and nan_x and nan_y
+        if x == y:  # exact, across int, float and Decimal
+            return True
+        return tolerance is not None and tolerance.close(x, y)
+    if kx != ky:
+        return False
+    if kx == _ARRAY:
+        return len(x) == len(y) and all(
+            _same(a, b, nan_equal, tolerance) for a, b in zip(x, y, strict=True)
+        )
+    if kx == _MAP:  # an absent key reads as null
+        return all(_same(v, y.get(k), nan_equal, tolerance) for k, v in x.items()) and all(
+            v is None or k in x for k, v in y.items()
+        )
+    return kx == _NULL or bool(x == y)
 
 
 def freeze(value: Any) -> Any:
-    """A hashable, NaN-stable stand-in for a value (lists, dicts and NaN included)."""
+    """A hashable, NaN-stable stand-in for a value (lists, dicts and NaN included) that values
+    equal by ``same`` share: a mapping's null entries are left out, as ``same`` reads an
+    absent key as null."""
     if isinstance(value, float) and value != value:
         return NAN
     if isinstance(value, (list, tuple)):
         return tuple(freeze(v) for v in value)
     if isinstance(value, Mapping):
-        return tuple(sorted((str(k), freeze(v)) for k, v in value.items()))
+        return tuple(sorted((str(k), freeze(v)) for k, v in value.items() if v is not None))
     if isinstance(value, (set, frozenset)):
         return frozenset(freeze(v) for v in value)
     if isinstance(value, bytearray):
@@ -92,31 +209,22 @@ def freeze(value: Any) -> Any:
     return value
 
 
-_PLAIN_SCALARS = (str, int, bool, bytes, type(None))
-
-
-def _values_equal(a: Any, b: Any, nan_equal: bool) -> bool:
-    if a == b:
-        return True
-    if not nan_equal:
-        return False
-    kind = type(a)
-    if kind is float:  # unequal floats are equal only as two NaNs
-        return a != a and isinstance(b, float) and b != b
-    if kind in _PLAIN_SCALARS:  # freezing leaves these as they are: still unequal
-        return False
-    return bool(freeze(a) == freeze(b))
+#: classes whose values ``==`` compares by the rules when both sides have the same one
+_FLAT = frozenset(
+    {str, int, float, bool, type(None), bytes, Decimal, datetime, date, time, timedelta}
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Equality:
     """Equality of events, as data.
 
-    ``ignore`` columns are never compared; ``tolerance`` maps a numeric column to a
-    ``Tolerance``; ``normalize`` maps a column (or ``"*"`` for every string column) to the
-    ordered names of ``NORMALISATIONS`` applied before comparing; ``nan_equal`` makes NaN
-    equal to NaN (the default: an output that has NaN where the reference has NaN agrees);
-    ``function`` replaces all of that with a user's ``fn(a, b) -> bool``.
+    ``ignore`` columns are never compared; ``tolerance`` maps a column to the ``Tolerance``
+    of the numbers in it, at any depth (a tolerance of 0 is left out); ``normalize`` maps a
+    column (or ``"*"`` for every string column) to the ordered names of ``NORMALISATIONS``
+    applied to its strings before comparing; ``nan_equal`` makes NaN equal to NaN (the
+    default: an output that has NaN where the reference has NaN agrees); ``function``
+    replaces all of that with a user's ``fn(a, b) -> bool``.
     """
 
     ignore: frozenset[str] = frozenset()
@@ -133,7 +241,9 @@ class Equality:
                 if step not in NORMALISATIONS:
                     known = ", ".join(NORMALISATIONS)
                     raise SpecError(f"normalize.{column}: unknown step {step!r} (known: {known})")
-        object.__setattr__(self, "tolerance", MappingProxyType(dict(self.tolerance)))
+        # a tolerance of 0 is exact: dropped, so that every path compares the column exactly
+        tolerance = {c: t for c, t in self.tolerance.items() if not t.exact}
+        object.__setattr__(self, "tolerance", MappingProxyType(tolerance))
         object.__setattr__(self, "normalize", MappingProxyType(dict(self.normalize)))
         plain = (
             self.function is None
@@ -146,7 +256,8 @@ class Equality:
 
     @property
     def is_plain(self) -> bool:
-        """True when equality is ``==`` with NaN == NaN: the matcher's fast path."""
+        """True when equality is the exact rule over every column, NaN equal to NaN: the
+        matcher's fast path (``equal`` is then ``==`` checked for the kinds ``==`` mixes)."""
         return self._plain
 
     @property
@@ -183,8 +294,14 @@ class Equality:
     def equal(self, a: Event, b: Event) -> bool:
         if self.function is not None:
             return bool(self.function(a, b))
-        if self._plain:
-            return a == b or self._rules_equal(a, b)
+        if self._plain and a == b:
+            # ``==`` is the rules' verdict when each column holds one class on both sides,
+            # none of them a container (``true == 1`` and ``[true] == [1]`` are not)
+            for column, value in a.items():
+                kind = value.__class__
+                if kind is not b[column].__class__ or kind not in _FLAT:
+                    return self._rules_equal(a, b)
+            return True
         return self._rules_equal(a, b)
 
     def _rules_equal(self, a: Event, b: Event) -> bool:
@@ -197,15 +314,11 @@ class Equality:
         return True
 
     def _column_equal(self, column: str, x: Any, y: Any) -> bool:
-        tolerance = self.tolerance.get(column)
-        if tolerance is not None:
-            if self.nan_equal and _is_nan(x) and _is_nan(y):
-                return True
-            return tolerance.close(x, y)
-        steps = self.normalize.get(column) or self.normalize.get(ALL_COLUMNS)
-        if steps and isinstance(x, str) and isinstance(y, str):
-            x, y = _normalise(x, steps), _normalise(y, steps)
-        return _values_equal(x, y, self.nan_equal)
+        if self.normalize:
+            steps = self.normalize.get(column) or self.normalize.get(ALL_COLUMNS)
+            if steps and isinstance(x, str) and isinstance(y, str):
+                x, y = _normalise(x, steps), _normalise(y, steps)
+        return same(x, y, self.nan_equal, self.tolerance.get(column))
 
     def differing_columns(self, a: Event, b: Event) -> tuple[str, ...]:
         """The columns that tell ``a`` and ``b`` apart under the rules, in ``a``'s order."""

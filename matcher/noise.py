@@ -239,7 +239,9 @@ def explain(noise: Noise, verdict: Verdict) -> NoiseReport:
     explanations = tuple(noise.explanation(d) for d in verdict.divergences)
     total, checked = verdict.total_divergences, len(explanations)
     explained = sum(e is not None for e in explanations)
-    if verdict.equivalent or total == 0:
+    # Noise explains event divergences, never a divergent schema change (matcher.schema).
+    schema_divergent = verdict.schema is not None and verdict.schema.divergent
+    if verdict.equivalent or total == 0 or schema_divergent:
         status = EQUIVALENT if verdict.equivalent else DIVERGENT
         return NoiseReport(status, noise, explanations, total, checked, explained, True)
     if checked == total and explained == total:

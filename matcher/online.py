@@ -9,6 +9,16 @@ holds nothing but the two unmatched sets (Theorem 4.9).
 Unlike the paper's algorithm it does not stop at the first proof: the event is kept
 unmatched and matching goes on, so that ``finish()`` can explain every divergence
 (``matcher.classify``). The verdict is unaffected: once distinguishable, always divergent.
+
+The algorithm assumes ``≡`` is an equivalence; a tolerance is not one (1.0 ≈ 1.05 ≈ 1.1, but
+1.0 ≉ 1.1), and greedy pairing can then miss a pairing that exists. The rule under a
+tolerance: the streams are equivalent iff *some* pairing within tolerance keeps the order
+of every dependent pair. For ``ordered`` and ``by_key`` the pairing of a chain is forced,
+rank by rank, and this loop decides it exactly, event by event. For the other forms the
+matcher keeps every event and ``finish()`` decides over the leftovers with
+``matcher.pairing.settle`` (maximum matchings; its docstring has the method, the cost and
+the bound past which the verdict stays greedy and carries a warning); ``push`` then proves
+nothing early and ``detected_at`` stays ``None``.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from matcher.dependence import Dependence
 from matcher.diff import Op, align
 from matcher.equality import PLAIN, Equality, Event
 from matcher.errors import InputError, MatcherError
+from matcher.pairing import needs_pairing, settle
 from matcher.pools import Entry, KeyedPool
 from matcher.verdict import Divergence, Verdict
 
@@ -61,6 +72,10 @@ class StreamMatcher:
         self._classifier = Classifier(dependence, self.equality, self._lengths)
         self._settled: list[Divergence] = []  # classified early by ``_resynchronise``
         self._resync_at: dict[Hashable, int] = {}
+        # Under a tolerance the greedy pairing may miss one: keep every event for ``settle``.
+        self._seen: tuple[list[Entry], list[Entry]] | None = (
+            ([], []) if needs_pairing(self.equality, self._pools[0]) else None
+        )
 
     @property
     def unmatched_count(self) -> int:
@@ -111,6 +126,8 @@ class StreamMatcher:
             raise InputError(f"{SIDES[side]} event #{position}: {exc}") from exc
         x = Entry(position, event, route)
         self._pushed += 1
+        if self._seen is not None:
+            self._seen[side].append(x)
         try:
             self._place(side, x)
         except KeyError as exc:  # a user's dependence or equality function read it
@@ -126,7 +143,7 @@ class StreamMatcher:
         if own.blocker(x) is None and other.take_match(x) is not None:
             self._matched += 1
             return
-        if self._detected_at is None and other.blocker(x) is not None:
+        if self._detected_at is None and self._seen is None and other.blocker(x) is not None:
             self._detected_at = self._pushed - 1
         own.add(x)
         held = len(own) + len(other)
@@ -183,7 +200,7 @@ class StreamMatcher:
                     continue
                 if ours is None:
                     head = theirs[0].event
-                    if head == event or equal(head, event):
+                    if equal(head, event):  # not ``==``: ``true == 1``
                         theirs.popleft()
                         if not theirs:
                             del queues[1 - side][key]
@@ -212,6 +229,13 @@ class StreamMatcher:
         if self._verdict is not None:
             return self._verdict
         reference, candidate = self._pools[0].entries(), self._pools[1].entries()
+        matched = self._matched
+        warnings: tuple[str, ...] = ()
+        if self._seen is not None:
+            settled = settle(self._seen, (reference, candidate), self.dependence, self.equality)
+            reference, candidate = settled.left
+            matched = self._lengths[0] - len(reference)
+            warnings = (settled.warning,) if settled.warning else ()
         equivalent = self._detected_at is None and not reference and not candidate
         divergences = list(self._settled)
         if not equivalent:
@@ -227,12 +251,13 @@ class StreamMatcher:
             counts=counts,
             reference_count=self._lengths[0],
             candidate_count=self._lengths[1],
-            matched_count=self._matched,
+            matched_count=matched,
             peak_unmatched=self._peak,
             detected_at=self._detected_at,
             dependence=self.dependence.describe(),
             column_mismatches=columns,
             side_stats={side: {"rows": n} for side, n in zip(SIDES, self._lengths, strict=True)},
+            warnings=warnings,
         )
         return self._verdict
 

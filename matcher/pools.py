@@ -17,6 +17,11 @@ events, and its last link is direct.
 
 Costs per event: ``KeyedPool`` and ``MultisetPool`` O(1) (a bucket scan
 under tolerances), ``TypedPool`` O(number of types), ``GeneralPool`` O(unmatched).
+
+Under a tolerance ``take_match`` takes the first equal minimal event it finds: greedy, which
+only an equivalence makes safe. ``KeyedPool`` stays exact (a key's head is the only event
+an order-keeping pairing can take); for the other pools the loops keep every event and
+``matcher.pairing`` decides at the end.
 """
 
 from __future__ import annotations

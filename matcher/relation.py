@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import operator
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from matcher.equality import NAN, Equality, Event, freeze
-from matcher.errors import SpecError
+from matcher.equality import NAN, Equality, Event
+from matcher.errors import InputError, SpecError
 from matcher.pools import Pool
 
 Route = Callable[[Event], Hashable]
@@ -72,23 +72,76 @@ def single_route(event: Event) -> Hashable:
 
 
 def key_route(columns: Sequence[str]) -> Route:
-    """A key getter that is fast for one column and NaN-stable for all."""
+    """A key getter that is fast for one column, NaN-stable, and hashable for every value
+    (``key_form``); a null key is a key like any other."""
     if len(columns) == 1:
         (column,) = columns
 
         def one(event: Event) -> Hashable:
             value = event[column]
-            if value != value:  # NaN: every NaN is the same key
-                return NAN
-            return value  # type: ignore[no-any-return]
+            if value.__class__ in _SCALARS:
+                return value  # type: ignore[no-any-return]
+            return key_form(value)
 
         return one
     getter = operator.itemgetter(*columns)
 
     def many(event: Event) -> Hashable:
-        return freeze(getter(event))  # type: ignore[no-any-return]
+        return tuple(map(key_form, getter(event)))
 
     return many
+
+
+#: key values that are hashable and NaN-free as they are (the fast path of ``key_route``)
+_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+class _MapTag:
+    """Marks a map's entries in ``key_form``, so that a map and a list of pairs differ."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "map"
+
+
+_MAP = _MapTag()
+
+
+def key_form(value: Any) -> Hashable:
+    """A hashable stand-in for a key value, equal exactly when the values are equal: every
+    NaN is one key, lists become tuples, a map (or struct) its entries sorted by key.
+
+    Events hold arrays as lists, structs and maps as dicts (a Spark ``Row`` is a tuple),
+    whichever engine read them; a key must hash to group events by key. The Spark engine
+    groups the same way in SQL (``matcher.spark.keyed.group_key``)."""
+    if value.__class__ in _SCALARS:
+        return value  # type: ignore[no-any-return]
+    if isinstance(value, float):
+        return NAN if value != value else value
+    if isinstance(value, list | tuple):
+        return tuple(map(key_form, value))
+    if isinstance(value, Mapping):
+        entries = [(key_form(k), key_form(v)) for k, v in value.items()]
+        entries.sort(key=_entry_order)
+        return (_MAP, tuple(entries))
+    if isinstance(value, set | frozenset):
+        return frozenset(map(key_form, value))
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    try:
+        hash(value)
+    except TypeError as exc:
+        raise InputError(
+            f"a key value of type {type(value).__name__} cannot be grouped by"
+        ) from exc
+    return value  # type: ignore[no-any-return]
+
+
+def _entry_order(entry: tuple[Hashable, Hashable]) -> tuple[str, str]:
+    # Map keys of one map share a type in Spark, but not always in JSON: order by type
+    # name first, so that sorting never compares a string with a number.
+    return type(entry[0]).__name__, repr(entry[0])
 
 
 def checked_columns(columns: Iterable[str], what: str) -> tuple[str, ...]:

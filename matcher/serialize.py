@@ -1,7 +1,10 @@
 """Event values as JSON: what a report, the ``--json`` output and the results store write.
 
 Spark rows carry values JSON cannot hold (NaN, datetimes, Decimal, bytes); every writer
-turns them into the same strings, so a witness reads the same everywhere.
+turns them into the same strings, so a witness reads the same everywhere. A string that is
+not valid Unicode (a lone surrogate: JSON's ``"\\ud800"``, or a file name's undecodable
+byte) cannot be written as UTF-8: each such code point becomes the six characters of its
+escape, ``\\ud800``, so that no writer fails on it.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import math
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -16,7 +20,9 @@ from typing import Any
 
 def json_safe(value: Any) -> Any:
     """``value`` with everything JSON cannot hold turned into strings or lists."""
-    if value is None or isinstance(value, str | bool | int):
+    if isinstance(value, str):
+        return _encodable(value)
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         if math.isnan(value):
@@ -25,7 +31,7 @@ def json_safe(value: Any) -> Any:
             return "Infinity" if value > 0 else "-Infinity"
         return value
     if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
+        return {_encodable(str(k)): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
     if isinstance(value, set | frozenset):
@@ -39,3 +45,13 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
     return str(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _encodable(text: str) -> str:
+    """``text`` with each lone surrogate spelled as its escape (see the module docstring)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -47,6 +47,7 @@ from matcher.spec_schema import (
     NoiseSpec,
     OutputSpec,
     PunctuationSpec,
+    SchemaSpec,
     SliceSpec,
     SpecDocument,
     ToleranceSpec,
@@ -73,6 +74,7 @@ __all__ = [
     "NoiseSpec",
     "OutputSpec",
     "PunctuationSpec",
+    "SchemaSpec",
     "SliceSpec",
     "Spec",
     "SpecDocument",
@@ -103,6 +105,8 @@ class Spec:
     noise: NoiseSpec
     schedule: str | None
     gate: GateSpec
+    #: how schema differences weigh in the verdict (``matcher.schema``)
+    schema: SchemaSpec = field(default_factory=SchemaSpec)
     functions: Mapping[str, Callable[..., Any]] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
@@ -184,11 +188,18 @@ class Spec:
         for column in self.output.order_by:
             yield "output.order_by", column
 
-    def check_columns(self, columns: Sequence[str], where: str = "") -> None:
+    def check_columns(
+        self, columns: Sequence[str], where: str = "", other: Sequence[str] = ()
+    ) -> None:
         """Fail when the spec names a column that an output lacks (a typo, or a schema
-        change), before any event is compared."""
+        change), before any event is compared. A column in ``equality.ignore`` need only be
+        in one of the outputs (``other``: the other one's columns): it is exempt from the
+        schema comparison, so it may come or go."""
         known = set(columns)
+        either = known | set(other)
         for key, column in self.referenced_columns():
+            if key == "equality.ignore" and column in either:
+                continue
             if column not in known:
                 shown = ", ".join(columns[:30]) + (", ..." if len(columns) > 30 else "")
                 place = f" in {where}" if where else ""
@@ -221,6 +232,7 @@ def parse_spec(data: Any, source: str = "<spec>", base_dir: str | Path | None = 
         source=source,
         name=doc.name or Path(source).stem,
         functions=MappingProxyType(functions),
+        schema=doc.schema_,
         **{name: getattr(doc, name) for name in _SECTIONS},
     )
     try:

@@ -80,7 +80,7 @@ def _known_keys(loc: tuple[Any, ...], root: type[BaseModel]) -> list[str]:
     for part in loc:
         annotation = _unwrap(annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            info = annotation.model_fields.get(str(part))
+            info = _by_key(annotation).get(str(part))
             annotation = None if info is None else info.annotation
         elif get_origin(annotation) is dict:
             annotation = get_args(annotation)[1]
@@ -90,8 +90,13 @@ def _known_keys(loc: tuple[Any, ...], root: type[BaseModel]) -> list[str]:
             return []
     annotation = _unwrap(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return list(annotation.model_fields)
+        return list(_by_key(annotation))
     return []
+
+
+def _by_key(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by the key the YAML spells (an alias: ``schema`` for ``schema_``)."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
 
 
 def _unwrap(annotation: Any) -> Any:

@@ -374,6 +374,14 @@ class EqualitySpec(_Section):
         return self
 
 
+class SchemaSpec(_Section):
+    """How schema differences weigh (``matcher.schema``): ``strict`` every one is
+    divergent; ``compatible`` added, removed and not-widening retyped columns are, the rest
+    is listed; ``ignore`` nothing is listed."""
+
+    mode: Literal["strict", "compatible", "ignore"] = "compatible"
+
+
 class DerivedExpectationsSpec(_Section):
     """Expectations computed from the reference output's profile and run on the candidate's:
     row count, key columns non-null / unique / distinct count, numeric ranges and null
@@ -433,6 +441,8 @@ class SpecDocument(_Section):
     noise: NoiseSpec = NoiseSpec()
     schedule: Name | None = None
     gate: GateSpec = GateSpec()
+    # "schema" would shadow pydantic's BaseModel.schema(): the YAML key is the alias.
+    schema_: SchemaSpec = Field(default=SchemaSpec(), alias="schema")
 
     @field_validator("name")
     @classmethod

@@ -117,7 +117,11 @@ class Typed(Dependence):
             kind = self._classify(event)
         except KeyError as exc:
             raise InputError(f"typed dependence: event lacks column {exc.args[0]!r}") from exc
-        if kind not in self.types:
+        try:
+            declared = kind in self.types
+        except TypeError:  # a list or a map as the type: not hashable, never declared
+            declared = False
+        if not declared:
             raise InputError(f"typed dependence: event type {kind!r} is not declared in types")
         return kind
 

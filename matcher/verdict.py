@@ -14,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from matcher.equality import Event
+
+if TYPE_CHECKING:  # matcher.schema imports this module (``judge``)
+    from matcher.schema import SchemaDiff
 
 Kind = Literal["loss", "duplication", "reordering", "corruption"]
 KINDS: tuple[Kind, ...] = ("loss", "duplication", "reordering", "corruption")
@@ -118,11 +121,21 @@ class Verdict:
     )
     #: things the user should know about how the verdict was reached (e.g. one partition)
     warnings: tuple[str, ...] = ()
+    #: how the outputs' schemas differ (``matcher.schema``); ``None``: no difference, or no
+    #: schemas (events given to ``compare``). ``equivalent`` is already false when a finding
+    #: is divergent (``matcher.schema.judge``).
+    schema: SchemaDiff | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(
             self, "counts", MappingProxyType({k: self.counts.get(k, 0) for k in KINDS})
         )
+        schema_divergent = self.schema is not None and self.schema.divergent  # its witness
+        if not self.equivalent and not any(self.counts.values()) and not schema_divergent:
+            # A divergence is a result with a witness: "divergent" with nothing counted is
+            # a matcher bug (a null key once read as "no chain" did this), never a verdict.
+            # Raised, not asserted, so that ``python -O`` keeps it.
+            raise AssertionError("a divergent verdict counts no divergence (a bug in Parity)")
         object.__setattr__(
             self, "column_mismatches", MappingProxyType(dict(self.column_mismatches))
         )
@@ -161,4 +174,5 @@ class Verdict:
             "dependence": self.dependence,
             "side_stats": {side: dict(stats) for side, stats in self.side_stats.items()},
             "warnings": list(self.warnings),
+            "schema": None if self.schema is None else self.schema.to_dict(),
         }

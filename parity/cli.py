@@ -7,9 +7,12 @@
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
                    [--limit N] [--json] [--db URL]                     (parity.history)
 
-Exit codes: 0 equivalent, 1 divergent, 2 error (bad spec, unreadable output, bad usage).
-An error is one line on stderr, ``parity: error: <message>``, never a traceback: the
-messages already name the file, key or line to fix.
+Exit codes: 0 equivalent, 1 divergent, 2 error (bad spec, unreadable output, bad usage,
+a spec's function that raised, a bug). Exit 1 means divergent and nothing else. An error
+is one line on stderr, ``parity: error: <message>``, never a traceback: the messages
+already name the file, key or line to fix. An unexpected exception is a bug in Parity:
+``parity: internal error: <exception> (a bug in Parity; traceback in <file>)``, the
+traceback written to that file in the temporary directory.
 
 Subcommands are subparsers so that ``gate``, ``report`` and ``history`` can join
 ``compare`` without changing how it is called.
@@ -25,11 +28,13 @@ from typing import Any, TextIO
 
 from matcher.errors import InputError, ParityError
 from matcher.online import StreamMatcher
+from matcher.schema import judge
 from matcher.spec import Spec, load_spec
 from matcher.verdict import Verdict
 from parity import __version__
 from parity.gate import add_gate_command
 from parity.history import add_history_parser
+from parity.output_schema import schema_plan
 from parity.readers import read_columns, read_events
 from parity.render import Comparison, render_json, render_text
 from parity.report_cli import add_report_parser
@@ -84,6 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: the largest count an argument takes: a store's integers are 64-bit
+MAX_COUNT = 2**63 - 1
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -91,16 +100,24 @@ def _count(text: str) -> int:
         value = -1
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected a whole number <= {MAX_COUNT}, got {text!r}")
     return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(arguments)
     except SystemExit as exc:  # --help, --version and usage errors (argparse exits 2)
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
+        if args.command != "compare":  # compare's arguments are paths, any bytes will do
+            from parity.engine import check_text_arguments
+
+            check_text_arguments(arguments)
+        _tolerate_unencodable(sys.stdout)
         code: int = args.run(args, sys.stdout)
         return code
     except BrokenPipeError:  # the reader went away (`parity compare ... | head`)
@@ -108,16 +125,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())  # so that exiting does not fail to flush
         return EXIT_ERROR
     except (ParityError, OSError) as exc:
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        print(f"parity: error: {message}", file=sys.stderr)
-        return EXIT_ERROR
+        return _error(exc)
     except KeyboardInterrupt:
         print("parity: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # never exit 1 (divergent) on a crash, nor with a traceback
+        from parity.engine import internal_error_line, known_failure
+
+        known = known_failure(exc)
+        if known is not None:
+            return _error(known)
+        print(internal_error_line(exc, "parity"), file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _error(exc: BaseException) -> int:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    print(f"parity: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _tolerate_unencodable(stream: TextIO) -> None:
+    """Let a strict stream write what it cannot encode as escapes: an output path that is
+    not UTF-8 is shown, not a crash (a UTF-8 locale already writes its bytes back)."""
+    if getattr(stream, "errors", None) == "strict":
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
 
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     spec = load_spec(args.spec)
+    try:
+        return _run_compare(spec, args, out)
+    except Exception as exc:  # a spec's function that raised is the user's to fix
+        from parity.engine import known_failure
+
+        known = known_failure(exc, spec.functions)
+        if known is None or known is exc:
+            raise
+        raise known from exc
+
+
+def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO) -> int:
     dependence, equality = spec.build_dependence(), spec.build_equality()
     engine = args.engine
     if engine == "auto":
@@ -143,13 +193,21 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
 
 def _compare_on_core(spec: Spec, reference: str, candidate: str, limit: int) -> Verdict:
     fmt = spec.output.format
-    for side, path in (("reference", reference), ("candidate", candidate)):
-        columns = read_columns(path, fmt)
-        if columns is not None:
-            spec.check_columns(columns, where=f"{side} {path}")
+    known = [read_columns(path, fmt) or () for path in (reference, candidate)]
+    for side, path, columns, other in (
+        ("reference", reference, known[0], known[1]),
+        ("candidate", candidate, known[1], known[0]),
+    ):
+        if columns:
+            spec.check_columns(columns, where=f"{side} {path}", other=other)
+    schemas = schema_plan(spec, reference, candidate)  # findings, and the compared columns
     matcher = StreamMatcher(spec.build_dependence(), spec.build_equality(), limit=limit)
-    matcher.feed(_events(spec, reference), _events(spec, candidate))
-    return matcher.finish()
+    # A JSON object lacking one of its output's columns holds a null there.
+    matcher.feed(
+        schemas.events(0, _events(spec, reference, known[0])),
+        schemas.events(1, _events(spec, candidate, known[1])),
+    )
+    return judge(matcher.finish(), schemas.diff)
 
 
 def _compare_on_spark(spec: Spec, reference: str, candidate: str, limit: int) -> Verdict:
@@ -166,13 +224,13 @@ def _compare_on_spark(spec: Spec, reference: str, candidate: str, limit: int) ->
         raise
 
 
-def _events(spec: Spec, path: str) -> Iterable[dict[str, Any]]:
+def _events(spec: Spec, path: str, columns: Sequence[str]) -> Iterable[dict[str, Any]]:
     """The output's events in stream order: as written, or sorted by ``output.order_by``.
 
     Sorting needs the whole output in memory; without ``order_by`` the stream is read
     lazily and memory follows the unmatched events only.
     """
-    events = read_events(path, spec.output.format)
+    events = read_events(path, spec.output.format, columns)
     if not spec.output.order_by:
         return events
     return _sorted(events, spec.output.order_by, path)

@@ -86,6 +86,8 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    if value > 2**63 - 1:  # the store's integers are 64-bit
+        raise argparse.ArgumentTypeError(f"expected a whole number <= {2**63 - 1}, got {text!r}")
     return value
 
 

@@ -6,12 +6,14 @@
 Formats, chosen by ``format`` or else by each file's extension:
 
 * JSON lines (``.jsonl``, ``.json``; what Spark's JSON writer produces): one object per
-  line; blank lines are skipped.
+  line; blank lines are skipped. A field an object lacks reads as null when the caller
+  names the output's columns (Spark's writer drops null fields).
 * CSV (``.csv``): a header line, then rows. CSV carries no types, so every value stays a
   string, the empty string included: a spec compares CSV outputs as text (a tolerance
   never applies to a string). A zero-byte file is an empty stream (Spark writes one for an
   empty partition); a header-only file too.
-* Parquet (``.parquet``): read a row group batch at a time, so memory stays constant.
+* Parquet (``.parquet``): read a row group batch at a time, so memory stays constant. A
+  map column's values are dicts, as on the Spark engine.
 
 ``.gz`` after ``.jsonl``, ``.json`` or ``.csv`` is read through gzip. A directory stands for
 its data files in name order (Spark's part numbers), skipping ``_SUCCESS``, ``.crc`` and
@@ -29,7 +31,7 @@ import csv
 import gzip
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +47,27 @@ COLUMN_SAMPLE = 1000
 Event = dict[str, Any]
 
 
-def read_events(path: str | Path, format: str | None = None) -> Iterator[Event]:
-    """The events of ``path`` in stream order: files in name order, rows in file order."""
+def read_events(
+    path: str | Path, format: str | None = None, columns: Sequence[str] = ()
+) -> Iterator[Event]:
+    """The events of ``path`` in stream order: files in name order, rows in file order.
+
+    A JSON object that lacks one of ``columns`` gets it as null: Spark's JSON writer drops
+    null fields, so a missing field *is* a null (``read_columns`` finds the columns)."""
     for file, file_format in data_files(path, format):
-        yield from _read_file(file, file_format)
+        events = _read_file(file, file_format)
+        if columns and file_format in ("json", "jsonl"):
+            events = _with_nulls(events, columns)
+        yield from events
+
+
+def _with_nulls(events: Iterator[Event], columns: Sequence[str]) -> Iterator[Event]:
+    wanted = frozenset(columns)
+    for event in events:
+        if not event.keys() >= wanted:
+            for column in columns:
+                event.setdefault(column, None)
+        yield event
 
 
 def read_columns(path: str | Path, format: str | None = None) -> tuple[str, ...] | None:
@@ -235,7 +254,8 @@ def _parquet_events(path: Path) -> Iterator[Event]:
     parquet = _parquet_file(path)
     try:
         for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-            yield from batch.to_pylist()
+            # A map as a dict, as the Spark engine's events hold it (not a list of pairs).
+            yield from batch.to_pylist(maps_as_pydicts="lossy")
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise InputError(f"{path}: cannot read Parquet rows: {_one_line(exc)}") from exc
     finally:

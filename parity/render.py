@@ -56,6 +56,7 @@ def render_text(comparison: Comparison, verdict: Verdict) -> str:
     if verdict.detected_at is not None:
         read = verdict.reference_count + verdict.candidate_count
         lines.append(f"proven divergent after {verdict.detected_at + 1} of {read} rows read")
+    lines.extend(schema_lines(verdict))
     if verdict.column_mismatches:
         ranked = sorted(verdict.column_mismatches.items(), key=lambda item: (-item[1], item[0]))
         lines.append("corrupted columns: " + ", ".join(f"{c} {n}" for c, n in ranked))
@@ -68,6 +69,19 @@ def render_text(comparison: Comparison, verdict: Verdict) -> str:
         lines.append("")
         lines.append(f"... and {hidden} more (raise --limit to see their witnesses)")
     return "\n".join(lines) + "\n"
+
+
+def schema_lines(verdict: Verdict) -> list[str]:
+    """The schema findings (``matcher.schema``), divergent ones marked; none when the
+    schemas agree or were not compared."""
+    schema = verdict.schema
+    if schema is None or not schema.findings:
+        return []
+    lines = [f"schema: {schema.summary()} under schema.mode {schema.mode}"]
+    for finding in schema.findings:
+        mark = "divergent" if finding.divergent else "listed   "
+        lines.append(f"  {mark} {finding.kind:<11} {finding.explain()}")
+    return lines
 
 
 def _witness(number: int, total: int, d: Divergence, equality: Equality) -> list[str]:

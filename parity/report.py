@@ -9,7 +9,8 @@
 
 The page answers, in order: the verdict (and whether the gate opened); what was compared
 (validation, both versions, input slice, timings); how much noise the reference showed and
-which divergences it explains; counts per kind; per-side row, key and barrier counts; the
+which divergences it explains; counts per kind; the schema findings (added, removed,
+retyped, nullability, order; divergent or listed); per-side row, key and barrier counts; the
 columns that differed most; each witness as a side-by-side diff of the reference and the
 candidate event with the differing columns highlighted; the expectation results per suite
 with a link to the Great Expectations Data Docs.
@@ -89,6 +90,7 @@ def report_document(record: RunRecord) -> dict[str, Any]:
         },
         "report_path": record.report_path,
         "spec": json_safe(record.spec),
+        "schema": None if record.schema is None else json_safe(record.schema.to_dict()),
     }
 
 
@@ -230,6 +232,7 @@ def render_report_html(record: RunRecord, *, links: Mapping[str, str] = {}) -> s
         side_metrics=_side_metrics(document["sides"]),
         scalar_stats=_scalar_stats(document["stats"]),
         noise_rows=_noise_rows(document["noise"]),
+        schema_rows=_schema_rows(document["schema"]),
     )
 
 
@@ -331,6 +334,29 @@ def _scalar_stats(stats: Mapping[str, Any] | None) -> list[tuple[str, str]]:
         for name, value in (stats or {}).items()
         if name not in sides
     ]
+
+
+def _schema_rows(schema: Mapping[str, Any] | None) -> list[dict[str, str]]:
+    """The schema findings as table rows: what changed, each side, and whether it made the
+    run divergent or is only listed (``matcher.schema``)."""
+    rows = []
+    for finding in (schema or {}).get("findings", ()):
+        sides = [finding.get(side) for side in SIDES]
+        shown = [
+            MISSING if v is None else ", ".join(map(str, v)) if isinstance(v, list) else str(v)
+            for v in sides
+        ]
+        rows.append(
+            {
+                "weight": "divergent" if finding.get("divergent") else "listed",
+                "kind": str(finding.get("kind")),
+                "column": MISSING if finding.get("column") is None else str(finding["column"]),
+                "reference": shown[0],
+                "candidate": shown[1],
+                "explanation": str(finding.get("explanation", "")),
+            }
+        )
+    return rows
 
 
 def _noise_rows(noise: Mapping[str, Any] | None) -> list[tuple[str, str]]:

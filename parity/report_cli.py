@@ -94,6 +94,12 @@ def summary(record: RunRecord) -> str:
         ),
         f"counts: {counts} ({record.total_divergences} total)",
     ]
+    if record.schema is not None and record.schema.findings:
+        lines.append(f"schema: {record.schema.summary()} under schema.mode {record.schema.mode}")
+        lines.extend(
+            f"  {'divergent' if f.divergent else 'listed   '} {f.kind:<11} {f.explain()}"
+            for f in record.schema.findings
+        )
     if record.error:
         lines.append(f"error: {record.error}")
     if record.expectations_total:

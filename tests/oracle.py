@@ -34,8 +34,12 @@ Views of the same definition, written so that they can check each other:
   that is not yet distinguishable: both prefixes minus twice the largest matched prefix
   (Lemma 4.6, Theorem 4.9).
 
-The theory assumes that ``equal`` is an equivalence relation and that it is compatible with
-``depends`` (x ≡ x' and x D y ⇒ x' D y); the callers keep to that.
+The prefix theory (``extendable``, ``first_distinguishing_index``, ``minimal_unmatched``)
+assumes that ``equal`` is an equivalence relation and that it is compatible with
+``depends`` (x ≡ x' and x D y ⇒ x' D y); the callers keep to that. ``equivalent``,
+``equivalent_by_matching`` and ``pairings`` need neither: they hold for any relation, such as
+a tolerance (``tolerant``), which is not transitive (1.0 ≈ 1.05 ≈ 1.1 but 1.0 ≉ 1.1). Then
+the streams are equivalent when *some* pairing exists, whatever the order of the events.
 """
 
 from __future__ import annotations
@@ -115,6 +119,62 @@ def equivalent_by_matching(
         ):
             return True
     return False
+
+
+def pairings(
+    reference: Sequence[Event], candidate: Sequence[Event], depends: Depends, equal: Equal
+) -> Iterator[tuple[int, ...]]:
+    """Every bijection ``image`` (reference index -> candidate index) that maps each event to
+    an equal one and keeps the order of every dependent pair; none if the lengths differ."""
+    _check_size(reference, candidate)
+    if len(reference) != len(candidate):
+        return
+    n = len(reference)
+    dependent_pairs = [
+        (i, j) for i in range(n) for j in range(i + 1, n) if depends(reference[i], reference[j])
+    ]
+    partners = [[j for j in range(n) if equal(reference[i], candidate[j])] for i in range(n)]
+
+    def extend(i: int, image: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+        if i == n:
+            yield image
+            return
+        for j in partners[i]:
+            if j not in image and all(image[a] < j for a, b in dependent_pairs if b == i):
+                yield from extend(i + 1, (*image, j))
+
+    yield from extend(0, ())
+
+
+def tolerant(tolerances: Mapping[str, tuple[float, float]]) -> Equal:
+    """Equality with a tolerance ``(abs, rel)`` per column: numbers ``a``, ``b`` are equal
+    when ``|a - b| <= abs`` or ``|a - b| <= rel * max(|a|, |b|)``; every other value, and
+    every other column, compared with ``==`` (an absent column reads as ``None``). Not
+    transitive, so not an equivalence."""
+
+    def close(x: Any, y: Any, abs_: float, rel: float) -> bool:
+        if x == y:
+            return True
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
+        return numbers and (abs(x - y) <= abs_ or abs(x - y) <= rel * max(abs(x), abs(y)))
+
+    def equal(a: Event, b: Event) -> bool:
+        for name in a.keys() | b.keys():
+            x, y = a.get(name), b.get(name)
+            if name in tolerances:
+                if not close(x, y, *tolerances[name]):
+                    return False
+            elif x != y:
+                return False
+        return True
+
+    return equal
+
+
+def largest_pairing(reference: Sequence[Event], candidate: Sequence[Event], equal: Equal) -> int:
+    """How many pairs of equal events the largest partial matching holds (no dependence)."""
+    _check_size(reference, candidate)
+    return max(len(mapping) for mapping in _partial_matchings(reference, candidate, equal))
 
 
 def _partial_matchings(

@@ -167,12 +167,33 @@ def test_corruption_of_a_value(form: str, where: str) -> None:
     assert dict(verdict.column_mismatches) == {"v": 1}
 
 
+# A changed key: where the lost event would stand in the candidate (before its key's next
+# event), by where it was.
+KEY_LEFT_NEAR = {"start": 2, "middle": 5, "end": 8}
+
+
 @pytest.mark.parametrize("where", list(AT))
-@pytest.mark.parametrize("form", [*KEYED, "unordered"])
-def test_corruption_of_the_key(form: str, where: str) -> None:
-    """A changed key column puts the event in another chain; it is still one corruption."""
+def test_a_changed_key_is_a_loss_and_a_duplication(where: str) -> None:
+    """The event left its key's chain: lost from key ``k``, extra in key 9, which has no
+    reference events (so it would stand at the reference's end). Never a corruption of
+    the key column."""
     i = AT[where]
-    dependence = unordered() if form == "unordered" else KEYED[form]()
+    candidate = alter(i, k=9)
+    verdict = compare(R, candidate, by_key("k"))
+    assert dict(verdict.counts) == counts(loss=1, duplication=1)
+    assert [witness(d) for d in verdict.divergences] == [
+        ("loss", R[i]["k"], i, KEY_LEFT_NEAR[where], R[i], None, ()),
+        ("duplication", 9, 8, i, None, candidate[i], ()),
+    ]
+    assert dict(verdict.column_mismatches) == {}
+
+
+@pytest.mark.parametrize("where", list(AT))
+@pytest.mark.parametrize("form", ["ordered", "unordered"])
+def test_corruption_of_the_key(form: str, where: str) -> None:
+    """Where ``k`` is no dependence column, changing it is a corruption like any other."""
+    i = AT[where]
+    dependence = unordered() if form == "unordered" else ordered()
     candidate = alter(i, k=9)
     verdict = compare(R, candidate, dependence)
     assert dict(verdict.counts) == counts(corruption=1)

@@ -128,7 +128,7 @@ def test_two_bad_specs_are_listed_in_one_error(tmp_path: Path, parity_env: Parit
     assert errors == [
         f"{shown}/a.yaml: reference: required by the Airflow pipeline",
         f"{shown}/b.yaml: x: unknown key (expected one of: name, reference, candidate, input, "
-        "output, dependence, equality, expectations, noise, schedule, gate)",
+        "output, dependence, equality, expectations, noise, schedule, gate, schema)",
         f"{shown}/d.yaml: name: 'good' is already used by {shown}/c.yaml",
     ]
 

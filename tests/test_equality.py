@@ -63,6 +63,9 @@ def test_nan_equals_nan_by_default_and_not_when_disabled() -> None:
     assert Equality().equal({"x": NAN}, {"x": 0.0}) is False
     assert Equality().equal({"x": [float("nan")]}, {"x": [float("nan")]}) is True
     assert Equality(nan_equal=False).equal({"x": [float("nan")]}, {"x": [float("nan")]}) is False
+    # the same NaN object in both lists: Python's list equality would say equal by identity
+    assert Equality(nan_equal=False).equal({"x": [NAN]}, {"x": [NAN]}) is False
+    assert Equality(nan_equal=False).equal({"x": {"y": NAN}}, {"x": {"y": NAN}}) is False
     assert Equality().is_plain is True
     assert Equality(nan_equal=False).is_plain is False
 
@@ -115,6 +118,11 @@ def test_ignored_columns_are_never_compared() -> None:
         (Tolerance(abs=0.5), "a", "a", True),  # not numbers: plain ==
         (Tolerance(abs=0.5), "a", "b", False),
         (Tolerance(abs=0.5), None, 0.0, False),
+        (Tolerance(abs=0.5), True, 1, False),  # a boolean is no number
+        (Tolerance(abs=0.5), "1", 1, False),
+        (Tolerance(abs=0.5), [1.0, "a"], [1.25, "a"], True),  # inside an array too
+        (Tolerance(abs=0.5), {"p": [3]}, {"p": [3.5]}, True),
+        (Tolerance(abs=0.5), {"p": [3]}, {"p": [3.6]}, False),
     ],
 )
 def test_tolerance(tolerance: Tolerance, a: Any, b: Any, expected: bool) -> None:

@@ -143,7 +143,9 @@ def test_divergent_output_exits_1_with_witnesses_and_a_retry_replaces(
 def test_user_errors_are_one_line_and_leave_the_run_failed(
     tmp_path: Path, job: dict[str, Any]
 ) -> None:
-    wrong = [{**r, "km": str(r["km"])} for r in REFERENCE]  # km retyped to string
+    # the key retyped so that its values cannot be compared (a retyped value column is a
+    # schema finding of the verdict instead: tests/test_schema_engines.py)
+    wrong = [{**r, "taxi_id": [r["taxi_id"]]} for r in REFERENCE]
     directory = tmp_path / "candidate"
     directory.mkdir()
     pq.write_table(pa.Table.from_pylist(wrong), directory / "part-00000.parquet")
@@ -156,7 +158,7 @@ def test_user_errors_are_one_line_and_leave_the_run_failed(
     assert "Traceback" not in output(result)
     errors = [line for line in output(result).splitlines() if line.startswith("match: error:")]
     assert len(errors) == 1
-    assert "km" in errors[0] and "retyped" in errors[0]
+    assert "taxi_id" in errors[0] and "cannot be compared" in errors[0]
     with Store(job["db"]) as store:
         run = store.get_run("run-schema")
     assert run is not None

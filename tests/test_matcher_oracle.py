@@ -341,6 +341,7 @@ FORMS = [
     ),
 ]
 FORM_IDS = [form.name for form in FORMS]
+KEYED_FORMS = {"ordered", "by_key", "by_key_nan_keys", "by_key_two_columns"}  # per-key queues
 
 
 def _spec_sign_copy(x: Mapping[str, Any], y: Mapping[str, Any]) -> bool:
@@ -555,15 +556,21 @@ def test_compare_agrees_with_oracle_when_absent_is_null(form: Form, data: st.Dat
 def test_stream_matcher_any_interleaving(form: Form, data: st.DataObject) -> None:
     """Pushing in any interleaving gives the oracle's verdict; the state is the minimal one
     until the streams are proven distinguishable, which happens exactly at the first
-    finitely distinguishable prefix (Theorems 4.8 and 4.9)."""
+    finitely distinguishable prefix (Theorems 4.8 and 4.9).
+
+    Under a tolerance, forms other than ``ordered``/``by_key`` decide only at the end
+    (``matcher.pairing``: a tolerance need not be transitive), so they prove nothing online.
+    """
     case = data.draw(cases(form, max_length=MAX_LENGTH_PREFIXES))
     sides = data.draw(_interleavings(case))
     connected = _connected(case, sides)
     dep, eq = form.spec, case.eq.spec
     theory = case.eq.transitive
+    deferred = case.eq.name == "tolerance" and form.name not in KEYED_FORMS
+    proof = oracle.first_distinguishing_index(connected, dep, eq) if theory else None
 
     matcher = StreamMatcher(case.dependence(), case.eq.equality)
-    pushed = {"reference": [], "candidate": []}
+    pushed: dict[str, list[Event]] = {"reference": [], "candidate": []}
     first_false: int | None = None
     observed_unmatched = [0]
     for index, (side, ev) in enumerate(connected):
@@ -577,7 +584,7 @@ def test_stream_matcher_any_interleaving(form: Form, data: st.DataObject) -> Non
         assert matcher.detected_at == first_false
         assert 0 <= matcher.unmatched_count <= index + 1
         observed_unmatched.append(matcher.unmatched_count)
-        if theory and first_false is None:
+        if theory and first_false is None and (proof is None or index < proof):
             assert matcher.unmatched_count == oracle.minimal_unmatched(
                 pushed["reference"], pushed["candidate"], dep, eq
             )
@@ -592,7 +599,7 @@ def test_stream_matcher_any_interleaving(form: Form, data: st.DataObject) -> Non
     )
     assert verdict.detected_at == first_false
     if theory:
-        assert first_false == oracle.first_distinguishing_index(connected, dep, eq)
+        assert first_false == (None if deferred else proof)
     if first_false is not None:
         assert verdict.equivalent is False
     assert verdict.peak_unmatched == max(observed_unmatched)

@@ -256,6 +256,7 @@ def test_report_document_is_exact(sample: RunRecord) -> None:
         },
         "report_path": "/runs/taxi/1/report",
         "spec": {"name": "taxi"},
+        "schema": None,
     }
     # Strict JSON, as `parity report --json` prints it.
     assert json.loads(json.dumps(document, allow_nan=False)) == document

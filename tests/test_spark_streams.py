@@ -242,27 +242,27 @@ def frames(spark: SparkSession, ref_schema: str, cand_schema: str) -> tuple[Data
     return ref, cand
 
 
-def test_schema_differences_in_one_line(spark: SparkSession) -> None:
+def test_schema_differences_are_findings_not_errors(spark: SparkSession) -> None:
     ref, cand = frames(
         spark, "k long, a int, c int, d string", "k long, c bigint, b string, d string"
     )
-    with pytest.raises(InputError) as info:
-        compare_dataframes(ref, cand, by_key("k"))
-    assert str(info.value) == (
-        "schemas differ: missing in candidate: a (int); extra in candidate: b (string); "
-        "retyped: c int -> bigint"
-    )
+    verdict = compare_dataframes(ref, cand, by_key("k"))
+    assert verdict.equivalent is False
+    assert verdict.schema is not None
+    assert [f.explain() for f in verdict.schema.findings] == [
+        "column 'a' (int) is missing from the candidate",
+        "column 'c' changed type int -> bigint (widening; values compared as bigint)",
+        "column 'b' (string) is new in the candidate",
+    ]
 
 
-def test_common_columns_compares_what_both_share(spark: SparkSession) -> None:
+def test_the_shared_columns_are_compared_at_their_common_type(spark: SparkSession) -> None:
     ref, cand = stream_frames(spark, "k long, a long, c long", [{"k": 1, "a": 1, "c": 1}], [])
     cand = spark.createDataFrame([(1, "z", 1, 0)], "k long, b string, c int, __pos long")
-    verdict = compare_dataframes(ref, cand, by_key("k"), common_columns=True)
+    verdict = compare_dataframes(ref, cand, by_key("k"), schema_mode="ignore")
     assert verdict.equivalent is True
-    assert verdict.warnings == (
-        "compared only the columns both outputs share (missing in candidate: a (bigint); "
-        "extra in candidate: b (string); retyped: c bigint -> int)",
-    )
+    assert verdict.warnings == ()
+    assert verdict.reference_count == verdict.candidate_count == verdict.matched_count == 1
 
 
 def test_a_column_the_dependence_needs_must_exist(spark: SparkSession) -> None:

@@ -397,7 +397,7 @@ def test_check_columns_says_where(tmp_path: Path) -> None:
 
 KNOWN_SECTIONS = (
     "name, reference, candidate, input, output, dependence, equality, expectations, noise, "
-    "schedule, gate"
+    "schedule, gate, schema"
 )
 
 

@@ -31,10 +31,15 @@ def _tables(engine: Engine) -> set[str]:
 
 def test_one_linear_history_with_importable_file_names() -> None:
     scripts = ScriptDirectory.from_config(alembic_config())
-    assert scripts.get_heads() == ["0002"]
-    assert head_revision() == "0002"
+    assert scripts.get_heads() == ["0003"]
+    assert head_revision() == "0003"
     files = sorted(p.name for p in (MIGRATIONS / "versions").glob("*.py"))
-    assert files == ["__init__.py", "r0001_initial.py", "r0002_gate_reason.py"]
+    assert files == [
+        "__init__.py",
+        "r0001_initial.py",
+        "r0002_gate_reason.py",
+        "r0003_schema_diff.py",
+    ]
     assert all(re.fullmatch(r"[A-Za-z_]\w*\.py", name) for name in files)
 
 
@@ -44,7 +49,7 @@ def test_migrate_from_empty_creates_every_table(db_url: str, engine: Engine) -> 
         pass
     assert _tables(engine) == TABLES | {"alembic_version"}
     with engine.connect() as connection:
-        assert current_revision(connection) == "0002"
+        assert current_revision(connection) == "0003"
 
 
 def test_migrated_schema_matches_the_models(db_url: str, engine: Engine) -> None:
@@ -166,4 +171,4 @@ def test_concurrent_first_migrations_do_not_collide(
     outputs = [worker.communicate(timeout=120)[0] for worker in workers]
     assert [worker.returncode for worker in workers] == [0, 0, 0], outputs
     with engine.connect() as connection:
-        assert current_revision(connection) == "0002"
+        assert current_revision(connection) == "0003"

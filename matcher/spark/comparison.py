@@ -15,7 +15,7 @@ It picks one of two paths, and says which and why (``route``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from matcher.dependence import Dependence
 from matcher.equality import PLAIN, Equality
 from matcher.online import DEFAULT_LIMIT
+from matcher.schema import DEFAULT_MODE, Mode, judge
 from matcher.spark.barriers import barrier_test
 from matcher.spark.equality_sql import (
     canonical_value,
@@ -61,8 +62,11 @@ class SparkComparison:
     """A comparison of two streams (DataFrames with ``__pos``, from ``read_stream``).
 
     ``coarse_key``: columns that split the streams into independent parts for the
-    per-partition path (checked); ``common_columns``: compare the columns both sides share
-    instead of failing on a schema difference.
+    per-partition path (checked); ``schema_mode``: how schema differences weigh
+    (``matcher.schema``; they are findings of the verdict, and the values are compared on
+    the columns both sides share); ``nullability``: each side's columns' nullability as its
+    files declare it (``schema.parquet_nullability``), ``None``: the DataFrame's own;
+    ``common_columns``: kept for callers, a no-op (schemas never fail a comparison now).
     """
 
     reference: DataFrame
@@ -72,11 +76,19 @@ class SparkComparison:
     limit: int = DEFAULT_LIMIT
     common_columns: bool = False
     coarse_key: tuple[str, ...] | None = None
+    schema_mode: Mode = DEFAULT_MODE
+    nullability: tuple[Mapping[str, bool] | None, Mapping[str, bool] | None] = (None, None)
 
     def streams(self) -> Streams:
         """Both streams over the same columns, checked against what the spec reads."""
         self.equality.check_compatible(self.dependence.columns)
-        streams = reconcile(self.reference, self.candidate, self.common_columns)
+        streams = reconcile(
+            self.reference,
+            self.candidate,
+            self.schema_mode,
+            self.equality.ignore,
+            self.nullability,
+        )
         needed = [("the dependence", c) for c in sorted(self.dependence.columns or ())]
         needed += [("the equality's tolerance", c) for c in sorted(self.equality.tolerance)]
         needed += [
@@ -86,7 +98,7 @@ class SparkComparison:
         layout = layout_of(self.dependence)
         if isinstance(layout, Layout):
             needed += layout.needed_columns()
-        require_columns(streams.columns, needed)
+        require_columns(streams.columns, needed, (self.reference.schema, self.candidate.schema))
         return streams
 
     def route(self, streams: Streams) -> Route:
@@ -161,7 +173,7 @@ class SparkComparison:
             outcome = run_general(
                 streams, self.dependence, self.equality, route.partition_by, self.limit, notes
             )
-        return build_verdict(
+        verdict = build_verdict(
             equivalent=outcome.equivalent,
             findings=outcome.findings,
             matched=outcome.matched,
@@ -169,13 +181,14 @@ class SparkComparison:
             dependence=self.dependence,
             warnings=[*streams.warnings, *outcome.warnings],
         )
+        return judge(verdict, streams.schema)
 
 
 def _unsupported(layout: Layout, equality: Equality, streams: Streams) -> str | None:
     """Why the grouped plan cannot take this layout with this equality and these columns."""
     multisets = (not layout.typed and not layout.chain) or any(not t.chain for t in layout.types)
     if multisets and equality.tolerance:
-        return "a tolerance makes multiset matching greedy"
+        return "under a tolerance, pairing multisets is a matching problem (matcher.pairing)"
     if layout.has_barriers:
         field = next(f for f in streams.fields if f.name == layout.barrier_column)
         if barrier_test(field, layout.barrier_values) is None:
@@ -200,6 +213,8 @@ def compare_dataframes(
     limit: int = DEFAULT_LIMIT,
     common_columns: bool = False,
     coarse_key: str | Sequence[str] | None = None,
+    schema_mode: Mode = DEFAULT_MODE,
+    nullability: tuple[Mapping[str, bool] | None, Mapping[str, bool] | None] = (None, None),
 ) -> Verdict:
     """Decide whether two streams (from ``read_stream``) are equivalent, on Spark; the
     ``Verdict`` is the one ``matcher.compare`` gives on the same events (see
@@ -213,4 +228,6 @@ def compare_dataframes(
         limit,
         common_columns,
         None if coarse is None else tuple(coarse),
+        schema_mode,
+        nullability,
     ).run()

@@ -2,33 +2,42 @@
 
 Pure functions from column types and the equality to SQL expressions (so they are tested
 without Spark, and a plan is built in a few calls rather than thousands). Each rule
-mirrors ``matcher.equality`` on the Python values Spark hands back:
+mirrors ``matcher.equality`` on the Python values Spark hands back. Both streams have the
+same type in every compared column (``matcher.spark.schema.reconcile``), so values are
+compared as they are: nothing is cast to compare, a string never to a number, a boolean
+never to a number (the core's kinds, which Spark's types already separate).
 
-* plain columns: ``a <=> b`` (Spark already has NaN = NaN and 0.0 = -0.0, like the core);
-  with ``nan_equal=False`` a NaN equals nothing;
-* tolerance (numeric columns): null only equals null, NaN only NaN (when ``nan_equal``),
-  equal values are close, an infinity is only close to itself, else ``|a - b| <= abs`` or
-  ``<= rel * greatest(|a|, |b|)``, all in double precision like ``Tolerance.close``;
+* exact columns: ``a <=> b`` (Spark already has NaN = NaN and 0.0 = -0.0, element by
+  element in arrays and structs, like the core); with ``nan_equal=False`` a NaN, at any
+  depth, equals nothing;
+* maps, at any depth: key by key (``map_zip_with``), an absent key reading as null, as in
+  the core (Spark cannot compare maps with ``=``);
+* tolerance: on every number in the column, at any depth (arrays pairwise with
+  ``zip_with``, maps key by key, structs field by field): null only equals null, NaN only
+  NaN (when ``nan_equal``), equal values are close, an infinity is only close to itself,
+  else ``|a - b| <= abs`` or ``<= rel * greatest(|a|, |b|)``, all in double precision like
+  ``Tolerance.close``; other values in the column compare exactly;
 * normalisation of string columns: ``trim`` strips exactly the characters Python's
   ``str.strip()`` strips (a regular expression over them; Spark's ``trim`` strips spaces
   only), ``lower``/``upper`` are Spark's, which agree with Python's, casing rules included.
   ``casefold`` has no SQL counterpart: such an equality goes to the per-partition path.
 
-Grouping needs a value that equal events share (``Equality.canonical``): normalised
-strings, and floating point numbers as text with NaN and -0.0 folded, because Spark
-hashes -0.0 and 0.0 apart when it repartitions, and wraps raw doubles in a normalisation
-that would cost a second exchange.
+Grouping needs a value that equal events share (``Equality.canonical``), and the multiset
+plan and screening take sharing it for being equal, so it is exact: normalised strings,
+floating point numbers as text with NaN and -0.0 folded (Spark hashes -0.0 and 0.0 apart
+when it repartitions, and wraps raw doubles in a normalisation that would cost a second
+exchange), nested values as JSON text of their normal form (-0.0 folded at every depth,
+maps as their entries sorted, null values left out).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pyspark.sql.types import (
     ArrayType,
-    BooleanType,
     DataType,
     DoubleType,
     FloatType,
@@ -114,16 +123,45 @@ def _is_floating(dtype: DataType) -> bool:
     return isinstance(dtype, (DoubleType, FloatType))
 
 
-def _holds_floating(dtype: DataType) -> bool:
-    if _is_floating(dtype):
+def _is_number(dtype: DataType) -> bool:
+    return isinstance(dtype, NumericType)  # BooleanType is not one
+
+
+def holds(dtype: DataType, test: Callable[[DataType], bool]) -> bool:
+    """Whether ``dtype`` or a type nested in it (elements, keys, values, fields) passes."""
+    if test(dtype):
         return True
     if isinstance(dtype, ArrayType):
-        return _holds_floating(dtype.elementType)
+        return holds(dtype.elementType, test)
     if isinstance(dtype, MapType):
-        return _holds_floating(dtype.keyType) or _holds_floating(dtype.valueType)
+        return holds(dtype.keyType, test) or holds(dtype.valueType, test)
     if isinstance(dtype, StructType):
-        return any(_holds_floating(f.dataType) for f in dtype.fields)
+        return any(holds(f.dataType, test) for f in dtype.fields)
     return False
+
+
+def _holds_floating(dtype: DataType) -> bool:
+    return holds(dtype, _is_floating)
+
+
+def _is_map(dtype: DataType) -> bool:
+    return isinstance(dtype, MapType)
+
+
+def _lambda(name: str, depth: int) -> str:
+    """A lambda variable of nesting ``depth`` (data columns never start with ``__p_``)."""
+    return f"__p_{name}{depth}"
+
+
+def _field(expr: str, name: str) -> str:
+    return f"{expr}.{ident(name)}"
+
+
+def _both_null_or(a: str, b: str, test: str) -> str:
+    """``test`` when neither of ``a`` and ``b`` is null, else whether both are (never null)."""
+    return (
+        f"(CASE WHEN {a} IS NULL OR {b} IS NULL THEN {a} IS NULL AND {b} IS NULL ELSE {test} END)"
+    )
 
 
 def tolerance_equal(a: str, b: str, tolerance: Tolerance, nan_equal: bool) -> str:
@@ -142,39 +180,104 @@ def tolerance_equal(a: str, b: str, tolerance: Tolerance, nan_equal: bool) -> st
     )
 
 
+def values_equal(
+    a: str,
+    b: str,
+    dtype: DataType,
+    tolerance: Tolerance | None,
+    nan_equal: bool,
+    depth: int = 0,
+) -> str:
+    """``matcher.equality.same`` on two values of type ``dtype`` (never null).
+
+    Spark's ``<=>`` already is the rule for values of one type, nested ones included (NaN
+    equals NaN, -0.0 equals 0.0, element by element), except for what it cannot say: maps
+    (not comparable in Spark), a tolerance on the numbers inside, and ``nan_equal=False``.
+    Those are compared by walking the type with higher-order functions: arrays pairwise
+    (``zip_with``), maps key by key (``map_zip_with``, which reads an absent key as null,
+    as the core does), structs field by field.
+    """
+    tolerant = tolerance is not None and not tolerance.exact
+    careful = (
+        holds(dtype, _is_map)
+        or (tolerant and holds(dtype, _is_number))
+        or (not nan_equal and _holds_floating(dtype))
+    )
+    if not careful:
+        return f"({a} <=> {b})"
+    if _is_number(dtype):
+        if tolerant:
+            assert tolerance is not None
+            return tolerance_equal(a, b, tolerance, nan_equal)
+        return f"({a} <=> {b} AND NOT coalesce(isnan({a}), FALSE))"  # floating, NaN unequal
+    x, y, z = _lambda("x", depth), _lambda("y", depth), _lambda("z", depth)
+    if isinstance(dtype, ArrayType):
+        inner = values_equal(x, y, dtype.elementType, tolerance, nan_equal, depth + 1)
+        pairs = f"zip_with({a}, {b}, ({x}, {y}) -> {inner})"
+        return _both_null_or(a, b, f"size({a}) = size({b}) AND forall({pairs}, {z} -> {z})")
+    if isinstance(dtype, MapType):
+        k = _lambda("k", depth)
+        inner = values_equal(x, y, dtype.valueType, tolerance, nan_equal, depth + 1)
+        pairs = f"map_values(map_zip_with({a}, {b}, ({k}, {x}, {y}) -> {inner}))"
+        return _both_null_or(a, b, f"forall({pairs}, {z} -> {z})")
+    assert isinstance(dtype, StructType)
+    fields = [
+        values_equal(_field(a, f.name), _field(b, f.name), f.dataType, tolerance, nan_equal, depth)
+        for f in dtype.fields
+    ]
+    return _both_null_or(a, b, " AND ".join(fields) or "TRUE")
+
+
 def pair_equal(a: str, b: str, field: StructField, equality: Equality) -> str:
     """Whether one column's values ``a`` and ``b`` are equal under ``equality`` (never
-    null)."""
-    dtype = field.dataType
-    tolerance = equality.tolerance.get(field.name)
-    if (
-        tolerance is not None
-        and isinstance(dtype, NumericType)
-        and not isinstance(dtype, BooleanType)
-    ):
-        return tolerance_equal(a, b, tolerance, equality.nan_equal)
-    if isinstance(dtype, StringType):
+    null). Both are of the column's one type: nothing is cast to compare (``reconcile``
+    gives both streams the same types)."""
+    if isinstance(field.dataType, StringType):
         return f"({normalised(a, field, equality)} <=> {normalised(b, field, equality)})"
-    if isinstance(dtype, MapType):  # maps are not comparable in Spark; their entries are
-        return f"(array_sort(map_entries({a})) <=> array_sort(map_entries({b})))"
-    if _is_floating(dtype) and not equality.nan_equal:
-        return f"({a} <=> {b} AND NOT coalesce(isnan({a}), FALSE))"
-    return f"({a} <=> {b})"
+    tolerance = equality.tolerance.get(field.name)
+    return values_equal(a, b, field.dataType, tolerance, equality.nan_equal)
+
+
+def _normal(expr: str, dtype: DataType, depth: int) -> str:
+    """``expr`` with every float's -0.0 made 0.0 and every map its entries (null values left
+    out, as an absent key reads as null), sorted: a value equal values share, and that Spark
+    can group by (a map cannot be)."""
+    if not (_holds_floating(dtype) or holds(dtype, _is_map)):
+        return expr
+    if _is_floating(dtype):
+        zero = "CAST(0 AS FLOAT)" if isinstance(dtype, FloatType) else "0.0D"
+        return f"(CASE WHEN {expr} = 0 THEN {zero} ELSE {expr} END)"
+    x = _lambda("n", depth)
+    if isinstance(dtype, ArrayType):
+        return f"transform({expr}, {x} -> {_normal(x, dtype.elementType, depth + 1)})"
+    if isinstance(dtype, MapType):
+        k = _lambda("k", depth)
+        kept = f"map_filter({expr}, ({k}, {x}) -> {x} IS NOT NULL)"
+        entry = StructType(
+            [StructField("key", dtype.keyType), StructField("value", dtype.valueType)]
+        )
+        entries = _normal(f"map_entries({kept})", ArrayType(entry), depth)
+        return f"array_sort({entries})"
+    assert isinstance(dtype, StructType)
+    fields = ", ".join(
+        f"{literal(f.name)}, {_normal(_field(expr, f.name), f.dataType, depth)}"
+        for f in dtype.fields
+    )
+    return f"(CASE WHEN {expr} IS NULL THEN NULL ELSE named_struct({fields}) END)"
 
 
 def key_value(expr: str, dtype: DataType) -> str:
-    """A value to group and hash by that keeps the core's key identity (NaN is one key,
-    -0.0 is 0.0) without floating point types."""
+    """A value to group and hash by that equal values share (NaN is one value, -0.0 is
+    0.0, maps are their sorted entries), without floating point types: Spark hashes -0.0
+    and 0.0 apart when it repartitions, and wraps raw doubles in a normalisation that would
+    cost a second exchange."""
     if _is_floating(dtype):
         return (
             f"(CASE WHEN isnan({expr}) THEN 'NaN' WHEN {expr} = 0 THEN '0'"
             f" ELSE CAST({expr} AS STRING) END)"
         )
-    if isinstance(dtype, MapType):  # maps cannot be grouped by; their sorted entries can
-        expr = f"array_sort(map_entries({expr}))"
-    if _holds_floating(dtype):
-        return f"to_json({expr})"
-    return expr
+    normal = _normal(expr, dtype, 0)
+    return f"to_json({normal})" if _holds_floating(dtype) else normal
 
 
 def canonical_value(expr: str, field: StructField, equality: Equality) -> str:
@@ -182,8 +285,23 @@ def canonical_value(expr: str, field: StructField, equality: Equality) -> str:
     return key_value(normalised(expr, field, equality), field.dataType)
 
 
-def is_nan(expr: str, dtype: DataType) -> str:
-    """Whether a top-level floating point value is NaN (for ``nan_equal=False``)."""
+def is_nan(expr: str, dtype: DataType, depth: int = 0) -> str:
+    """Whether a value holds a NaN, at any depth (for ``nan_equal=False``; never null)."""
     if _is_floating(dtype):
         return f"coalesce(isnan({expr}), FALSE)"
-    return "FALSE"
+    if not _holds_floating(dtype):
+        return "FALSE"
+    x = _lambda("q", depth)
+    if isinstance(dtype, ArrayType):
+        inner = is_nan(x, dtype.elementType, depth + 1)
+        return f"coalesce(exists({expr}, {x} -> {inner}), FALSE)"
+    if isinstance(dtype, MapType):
+        keys = is_nan(x, dtype.keyType, depth + 1)
+        values = is_nan(x, dtype.valueType, depth + 1)
+        return (
+            f"coalesce(exists(map_keys({expr}), {x} -> {keys})"
+            f" OR exists(map_values({expr}), {x} -> {values}), FALSE)"
+        )
+    assert isinstance(dtype, StructType)
+    fields = [f for f in dtype.fields if _holds_floating(f.dataType)]
+    return "(" + " OR ".join(is_nan(_field(expr, f.name), f.dataType, depth) for f in fields) + ")"

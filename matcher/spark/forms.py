@@ -11,6 +11,13 @@ Forms the SQL plan cannot express (punctuation, arbitrary predicates, typed grap
 edges between non-barrier types, barrier or type tests written as Python functions) get
 a reason instead, and go to the per-partition path (``matcher.spark.general``).
 
+Tolerances. A chain compared rank by rank is exact under a tolerance too: the only
+order-keeping pairing of two chains pairs their ranks, so the grouped plan keeps chains
+with tolerances. Multisets are not: which near events to pair is a matching problem
+(``matcher.pairing``), so a tolerance on a layout with a multiset sends it to the
+per-partition path (``SparkComparison.route``), whose core loop settles the pairing; its
+partitions, by the exact columns, never split the events a pairing may join.
+
 The core's barrier test (``WithBarriers.barrier_test``) and type classifier
 (``Typed.classifier``) are read here, in one place, as values (``ColumnEquals``,
 ``operator.itemgetter``) that SQL can say.

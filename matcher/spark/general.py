@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
@@ -28,6 +28,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from matcher.classify import MAX_SIMILARITY_PAIRS
 from matcher.dependence import ByKey, Dependence, Typed, WithBarriers
 from matcher.equality import Equality, Event, freeze
 from matcher.errors import InputError
@@ -123,12 +124,14 @@ def partition_matcher(
     equality: Equality,
     columns: Sequence[str],
     explain_here: tuple[Sequence[int], int] | None = None,
+    chainless_only: bool = False,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: match one partition's events (sorted by position, then
     side) and emit the partition's counts and either what is left and what was settled
     early (for the driver to explain together), or, with ``explain_here`` (the streams'
     lengths and the witness limit), the partition's own explanation: counts per kind and
-    column, and its earliest witnesses."""
+    column, and its earliest witnesses (see ``match_partitions`` for events without a
+    chain). ``chainless_only``: emit only the unmatched events without a chain."""
     names = list(columns)
     count_key = key_counter(dependence)
 
@@ -161,14 +164,26 @@ def partition_matcher(
                 key = count_key(event)
                 if key is not None:
                     keys[side].add(key)
+        if chainless_only:
+            left = [(side, e) for side, es in enumerate(loop.leftovers()) for e in es]
+            yield pa.RecordBatch.from_pylist(
+                [
+                    {"kind": "left", "side": side, "pos": e.pos, "blob": dumps(e.event)}
+                    for side, e in left
+                    if _chainless(dependence, e.event)
+                ],
+                schema=_ARROW_OUTPUT,
+            )
+            return
         out: list[dict[str, Any]] = []
         for side in (0, 1):
             out.append({"kind": "rows", "side": side, "n": rows[side]})
             out.append({"kind": "barriers", "side": side, "n": barriers[side]})
             out.append({"kind": "keys", "side": side, "n": len(keys[side])})
+        leftovers = loop.leftovers()  # first: under a tolerance it settles the pairing
         out.append({"kind": "matched", "n": loop.matched})
         out.append({"kind": "detected", "n": int(loop.detected)})
-        leftovers = loop.leftovers()
+        out.extend({"kind": "warning", "blob": w.encode()} for w in loop.warnings)
         out.append({"kind": "unmatched", "n": len(leftovers[0]) + len(leftovers[1])})
         if explain_here is None:
             for side, entries in enumerate(leftovers):
@@ -180,21 +195,45 @@ def partition_matcher(
         else:
             lengths, limit = explain_here
             events = [(e.pos, side, e.event) for side in (0, 1) for e in leftovers[side]]
-            found, _ = explain(dependence, equality, lengths, events, False, settled=loop.settled)
+            chained = [t for t in events if not _chainless(dependence, t[2])]
+            found, _ = explain(dependence, equality, lengths, chained, False, settled=loop.settled)
             out.extend(_explained(findings_of(found, limit)))
+            chainless = [t for t in events if _chainless(dependence, t[2])]
+            if chainless:
+                # Pairing these needs the whole unit's, which only the driver sees: counted,
+                # and explained as if the unit were too large to pair any (see
+                # ``match_partitions``).
+                alone, _ = explain(
+                    dependence, equality, lengths, chainless, False, similarity_pairs=0
+                )
+                out.extend(_explained(findings_of(alone, limit), CHAINLESS))
+                for side in (0, 1):
+                    n = sum(1 for t in chainless if t[1] == side)
+                    out.append({"kind": "chainless", "side": side, "n": n})
         yield pa.RecordBatch.from_pylist(out, schema=_ARROW_OUTPUT)
 
     return run
 
 
-def _explained(findings: Findings) -> Iterator[dict[str, Any]]:
+CHAINLESS = "chainless "  # the prefix of output rows about events without a chain
+
+
+def _chainless(dependence: Dependence, event: Event) -> bool:
+    """Whether ``event`` belongs to no chain: the classifier pairs such events across the
+    whole unit, by similarity, not within a chain's gap."""
+    return dependence.chain(event) is None and not (
+        dependence.has_barriers and dependence.is_barrier(event)
+    )
+
+
+def _explained(findings: Findings, prefix: str = "") -> Iterator[dict[str, Any]]:
     """A partition's findings as output rows: counts by kind and column, and witnesses."""
     for kind, n in findings.counts.items():
-        yield {"kind": "count", "pos": None, "n": n, "blob": kind.encode()}
+        yield {"kind": prefix + "count", "pos": None, "n": n, "blob": kind.encode()}
     for name, n in findings.columns.items():
-        yield {"kind": "column", "n": n, "blob": name.encode()}
+        yield {"kind": prefix + "column", "n": n, "blob": name.encode()}
     for d in findings.divergences:
-        yield {"kind": "witness", "blob": dumps(d)}
+        yield {"kind": prefix + "witness", "blob": dumps(d)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +246,7 @@ class PartitionResults:
     events: list[tuple[int, int, Event]]
     settled: list[Divergence]
     findings: Findings
+    warnings: tuple[str, ...] = ()
 
     def total(self, kind: str, side: int | None = None) -> int:
         return self.totals.get((kind, side), 0)
@@ -227,16 +267,23 @@ def match_partitions(
     explain_here: tuple[Sequence[int], int] | None = None,
 ) -> PartitionResults:
     """Run ``partition_matcher`` over ``partitioned`` (events with ``__pos`` and
-    ``__p_side``, sorted by position within each partition) and gather its output."""
+    ``__p_side``, sorted by position within each partition) and gather its output.
+
+    With ``explain_here`` (forms without barriers: one unit), a partition's explanation is
+    the core's for every event with a chain, since the core never pairs events of
+    different chains. Events without a chain pair by similarity across the whole unit, if
+    it has at most ``MAX_SIMILARITY_PAIRS`` losses x duplications: the partitions count
+    them and explain them unpaired; when the counts say the core would pair some (so at
+    most that many events), a second run over the partitions collects them for the driver
+    to explain together."""
     table = partitioned.mapInArrow(
         partition_matcher(dependence, equality, columns, explain_here), OUTPUT_SCHEMA
     ).toArrow()
     totals: dict[tuple[str, int | None], int] = {}
     events: list[tuple[int, int, Event]] = []
     settled = []
-    witnesses: list[Divergence] = []
-    counts: Counter[str] = Counter()
-    column_counts: Counter[str] = Counter()
+    warnings: list[str] = []
+    found = {"": _Found(), CHAINLESS: _Found()}  # by the rows' prefix (``_explained``)
     for kind, side, pos, n, blob in zip(
         *(arrow_column(table, c) for c in ("kind", "side", "pos", "n", "blob")), strict=True
     ):
@@ -244,18 +291,67 @@ def match_partitions(
             events.append((pos, side, loads(blob)))
         elif kind == "settled":
             settled.append(loads(blob))
-        elif kind == "witness":
-            witnesses.append(loads(blob))
-        elif kind == "count":
-            counts[blob.decode()] += n
-        elif kind == "column":
-            column_counts[blob.decode()] += n
+        elif kind.removeprefix(CHAINLESS) in ("witness", "count", "column"):
+            prefix = CHAINLESS if kind.startswith(CHAINLESS) else ""
+            found[prefix].add(kind.removeprefix(prefix), n, blob)
+        elif kind == "warning":
+            warnings.append(blob.decode())
         else:
             totals[(kind, side)] = totals.get((kind, side), 0) + n
     limit = explain_here[1] if explain_here else 0
-    witnesses.sort(key=Divergence.sort_key)
-    findings = Findings(tuple(witnesses[:limit]), counts, column_counts)
-    return PartitionResults(totals, events, settled, findings)
+    findings = found[""].findings(limit)
+    if explain_here is not None:
+        losses, extras = totals.get(("chainless", 0), 0), totals.get(("chainless", 1), 0)
+        if 0 < losses * extras <= MAX_SIMILARITY_PAIRS:
+            together = _explain_chainless(partitioned, dependence, equality, columns, explain_here)
+            findings = findings.merge(together, limit)
+        else:
+            findings = findings.merge(found[CHAINLESS].findings(limit), limit)
+    return PartitionResults(totals, events, settled, findings, tuple(dict.fromkeys(warnings)))
+
+
+def _explain_chainless(
+    partitioned: DataFrame,
+    dependence: Dependence,
+    equality: Equality,
+    columns: Sequence[str],
+    explain_here: tuple[Sequence[int], int],
+) -> Findings:
+    """Match the partitions again, collect only their unmatched events without a chain,
+    and explain those together, as the core explains its unit (see ``match_partitions``)."""
+    table = partitioned.mapInArrow(
+        partition_matcher(dependence, equality, columns, chainless_only=True), OUTPUT_SCHEMA
+    ).toArrow()
+    loose = [
+        (pos, side, loads(blob))
+        for side, pos, blob in zip(
+            *(arrow_column(table, c) for c in ("side", "pos", "blob")), strict=True
+        )
+    ]
+    lengths, limit = explain_here
+    found, _ = explain(dependence, equality, lengths, loose, False)
+    return findings_of(found, limit)
+
+
+@dataclass(slots=True)
+class _Found:
+    """Findings read back from a partition's output rows (``_explained``)."""
+
+    witnesses: list[Divergence] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    columns: Counter[str] = field(default_factory=Counter)
+
+    def add(self, kind: str, n: int, blob: bytes) -> None:
+        if kind == "witness":
+            self.witnesses.append(loads(blob))
+        elif kind == "count":
+            self.counts[blob.decode()] += n
+        else:
+            self.columns[blob.decode()] += n
+
+    def findings(self, limit: int) -> Findings:
+        self.witnesses.sort(key=Divergence.sort_key)
+        return Findings(tuple(self.witnesses[:limit]), self.counts, self.columns)
 
 
 def partitioned_union(streams: Streams, partition_by: Sequence[str]) -> DataFrame:
@@ -289,6 +385,7 @@ def run_general(
         )
     stats = results.stats()
     matched = results.total("matched")
+    warnings = (*warnings, *results.warnings)
     if not results.events and not results.settled and not results.total("detected"):
         return Outcome(True, matched, stats, findings_of([], limit), tuple(warnings))
     found, _ = explain(

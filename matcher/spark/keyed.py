@@ -29,13 +29,22 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DoubleType,
+    FloatType,
+    MapType,
+    StructField,
+    StructType,
+)
 
 from matcher.equality import Equality
 from matcher.spark.barriers import Barriers
 from matcher.spark.equality_sql import (
     canonical_value,
     compared_fields,
+    holds,
     ident,
     in_list,
     is_nan,
@@ -90,7 +99,7 @@ def build_group(plan: GroupedPlan) -> list[str]:
         canonical.append(f"CASE WHEN {any_nan} THEN struct({SIDE}, {POS}) END")
 
     def key(name: str) -> str:
-        return key_value(ident(name), fields[name].dataType)
+        return group_key(ident(name), fields[name].dataType)
 
     if layout.positional:
         group, chain, keyed, declared = f"struct({UNIT}, {RANK})", "TRUE", "FALSE", "TRUE"
@@ -126,6 +135,46 @@ def build_group(plan: GroupedPlan) -> list[str]:
         f"{keyed} AS {KEYED}",
         f"{declared} AS {TYPE_OK}",
     ]
+
+
+def group_key(expr: str, dtype: DataType) -> str:
+    """``key_value``, for any key type: Spark can neither group by nor hash a map, so a map
+    nested in a struct or an array (``key_value`` handles one at the top) is replaced by
+    its entries sorted by key, like the core's ``key_form``; a float inside a key is then
+    compared as JSON text, so that every NaN is one key."""
+    if not _holds_map(dtype):
+        return key_value(expr, dtype)
+    mapless = _sorted_maps(expr, dtype, 0)
+    return f"to_json({mapless})" if _holds_float(dtype) else mapless
+
+
+def _sorted_maps(expr: str, dtype: DataType, depth: int) -> str:
+    if not _holds_map(dtype):
+        return expr
+    var = f"__p_x{depth}"
+    if isinstance(dtype, MapType):
+        entries = f"map_entries({expr})"
+        if _holds_map(dtype.keyType) or _holds_map(dtype.valueType):
+            key = _sorted_maps(f"{var}.key", dtype.keyType, depth + 1)
+            value = _sorted_maps(f"{var}.value", dtype.valueType, depth + 1)
+            entries = f"transform({entries}, {var} -> struct({key} AS key, {value} AS value))"
+        return f"array_sort({entries})"
+    if isinstance(dtype, ArrayType):
+        return f"transform({expr}, {var} -> {_sorted_maps(var, dtype.elementType, depth + 1)})"
+    assert isinstance(dtype, StructType)
+    fields = ", ".join(
+        f"{_sorted_maps(f'{expr}.{ident(f.name)}', f.dataType, depth + 1)} AS {ident(f.name)}"
+        for f in dtype.fields
+    )
+    return f"CASE WHEN {expr} IS NULL THEN NULL ELSE struct({fields}) END"
+
+
+def _holds_map(dtype: DataType) -> bool:
+    return holds(dtype, lambda t: isinstance(t, MapType))
+
+
+def _holds_float(dtype: DataType) -> bool:
+    return holds(dtype, lambda t: isinstance(t, (DoubleType, FloatType)))
 
 
 def build_pairs(plan: GroupedPlan, partition: Sequence[str]) -> tuple[list[str], str]:

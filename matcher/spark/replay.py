@@ -21,6 +21,7 @@ from matcher.dependence import Dependence
 from matcher.equality import Equality, Event
 from matcher.errors import InputError
 from matcher.online import SIDES, resynchronise
+from matcher.pairing import needs_pairing, settle
 from matcher.pools import Entry, KeyedPool
 from matcher.verdict import Divergence
 
@@ -41,6 +42,12 @@ class PoolLoop:
         self.matched = 0
         self.detected = False
         self.settled: list[Divergence] = []
+        # As ``StreamMatcher``: under a tolerance, every event, for ``settle`` in ``leftovers``
+        self._dependence, self._equality = dependence, equality
+        self._seen: tuple[list[Entry], list[Entry]] | None = None
+        if needs_pairing(equality, self._pools[0]):
+            self._seen = ([], [])
+        self.warnings: list[str] = []
 
     def push(self, side: int, pos: int, event: Event) -> None:
         try:
@@ -53,11 +60,13 @@ class PoolLoop:
         except InputError as exc:
             raise InputError(f"{SIDES[side]} event #{pos}: {exc}") from exc
         x = Entry(pos, event, route)
+        if self._seen is not None:
+            self._seen[side].append(x)
         own, other = self._pools[side], self._pools[1 - side]
         if own.blocker(x) is None and other.take_match(x) is not None:
             self.matched += 1
             return
-        if not self.detected and other.blocker(x) is not None:
+        if not self.detected and self._seen is None and other.blocker(x) is not None:
             self.detected = True
         own.add(x)
         if self.detected and isinstance(own, KeyedPool):
@@ -69,8 +78,15 @@ class PoolLoop:
             self.push(side, pos, event)
 
     def leftovers(self) -> tuple[list[Entry], list[Entry]]:
-        """The unmatched events of each side, in stream order."""
-        return self._pools[0].entries(), self._pools[1].entries()
+        """The unmatched events of each side, in stream order (under a tolerance, once the
+        pairing is decided: ``matcher.pairing``; call it once, at the end)."""
+        left = self._pools[0].entries(), self._pools[1].entries()
+        if self._seen is None:
+            return left
+        settled = settle(self._seen, left, self._dependence, self._equality)
+        self.matched = len(self._seen[0]) - len(settled.left[0])
+        self.warnings.extend([settled.warning] if settled.warning else [])
+        return settled.left
 
     def _resynchronise(self, key: Hashable) -> None:
         pools = cast("tuple[KeyedPool, KeyedPool]", self._pools)

@@ -8,9 +8,13 @@ positions, so the core's ``Classifier`` gives the same witnesses:
   classification (``StreamMatcher.finish``: per-key queues replayed, so that a long
   diverged key resynchronises as in the core, then ``Classifier``, then ``merge_moves``);
 * on executors, group by group (``group_explainer``, an ``applyInArrow`` function), when
-  they are not: the same except where the core pairs events *across* groups (a key that
-  changed reads as a corruption in the core, a loss and a duplication here), which the
-  verdict's warnings then say.
+  they are not. The core never pairs events of different groups (a key that changed is a
+  loss and a duplication on both engines, ``matcher.classify``), so this is the same
+  classification, except for what the core finds *across* the SQL plan's groups: an
+  event that moved across a barrier (a reordering in the core), and the similar pairs of
+  a unit's unordered events, which the SQL plan splits by value (corruptions in the core
+  when the unit has at most ``MAX_SIMILARITY_PAIRS`` losses x duplications). The
+  verdict's warnings say so.
 
 ``Verdict.peak_unmatched`` is 0 and ``detected_at`` is ``None`` on the Spark paths: there is
 no single interleaved run whose memory or first proof they could report.
@@ -26,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from matcher.classify import Classifier, merge_moves
+from matcher.classify import MAX_SIMILARITY_PAIRS, Classifier, merge_moves
 from matcher.dependence import Dependence
 from matcher.equality import Equality, Event
 from matcher.online import SIDES
@@ -79,10 +83,13 @@ def explain(
     replay: bool,
     barriers: Sequence[Sequence[Entry]] = ((), ()),
     settled: Sequence[Divergence] = (),
+    similarity_pairs: int = MAX_SIMILARITY_PAIRS,
 ) -> tuple[list[Divergence], int]:
     """Classify unmatched ``(pos, side, event)`` triples as ``StreamMatcher.finish`` does;
     with ``replay`` they first go through the core's per-key queues again, which settle
     a diverged key early once it agrees again (``settled``: divergences settled so).
+    ``similarity_pairs``: the classifier's bound for pairing events without a chain (0:
+    pair none, for a part of a unit whose whole is known to exceed the bound).
 
     Returns the divergences, earliest first, and the pairs matched during the replay.
     """
@@ -103,7 +110,7 @@ def explain(
     if barriers[0] or barriers[1]:
         reference = sorted([*reference, *barriers[0]], key=_pos)
         candidate = sorted([*candidate, *barriers[1]], key=_pos)
-    classifier = Classifier(dependence, equality, list(lengths))
+    classifier = Classifier(dependence, equality, list(lengths), similarity_pairs)
     found = sorted([*early, *classifier.classify(reference, candidate)], key=Divergence.sort_key)
     if early:
         found = merge_moves(found, dependence, equality)

@@ -1,22 +1,35 @@
-"""Schemas of the two streams: the one-line diff, ``common_columns``, required columns.
+"""Schemas of the two streams: the core's findings (``matcher.schema``), ``reconcile``,
+required columns.
 
-Both sides must have the same data columns with the same types (nullability aside: Spark's
-writers and readers change it freely), because an event that gained or lost a column is
-not "the same event" to the core either. ``common_columns`` compares what both share and
-says in a warning what it dropped. Columns are compared by name; the reference's column
-order is the one witnesses show.
+A ``StructType`` becomes the core's neutral ``Schema`` (types in ``simpleString``), and the
+core's ``diff_schemas`` says what differs: the same findings as on the core path. Spark's
+file readers call every column nullable, so the nullability a Parquet output declares comes
+from its first file's footer (``parquet_nullability``), as the core reads it. Both streams
+are then reduced to the columns the core would compare (``comparison_plan``), a side whose
+type is narrower cast to the common type, in the reference's order, which witnesses show.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField
+from pyspark.sql.types import StructField, StructType, _parse_datatype_string
 
 from matcher.errors import InputError
+from matcher.schema import (
+    DEFAULT_MODE,
+    Field,
+    Mode,
+    Schema,
+    SchemaDiff,
+    comparison_plan,
+    diff_schemas,
+)
 
 POS = "__pos"
 #: a stream's order, when it is cheaper than ``__pos`` (``read_stream`` of Parquet): not
@@ -28,13 +41,14 @@ RESERVED = "__p_"
 
 @dataclass(frozen=True, slots=True)
 class Streams:
-    """Both streams reduced to the same data columns (in the reference's order), ``__pos``
-    and ``__p_ord``."""
+    """Both streams reduced to the same data columns (in the reference's order, at their
+    common types), ``__pos`` and ``__p_ord``; ``schema``: how the schemas differ."""
 
     reference: DataFrame
     candidate: DataFrame
     fields: tuple[StructField, ...]
     warnings: tuple[str, ...] = ()
+    schema: SchemaDiff = field(default_factory=SchemaDiff)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -59,67 +73,129 @@ def data_fields(df: DataFrame, side: str) -> list[StructField]:
     return [f for f in df.schema.fields if f.name not in (POS, ORD)]
 
 
-def _type(dtype: DataType) -> str:
-    return dtype.simpleString()
-
-
-def schema_diff(reference: Sequence[StructField], candidate: Sequence[StructField]) -> str:
-    """``missing in candidate: a (int); extra in candidate: b (string); retyped: c int ->
-    bigint``, or ``""`` when the data columns agree."""
-    ref = {f.name: f for f in reference}
-    cand = {f.name: f for f in candidate}
-    missing = [f"{f.name} ({_type(f.dataType)})" for f in reference if f.name not in cand]
-    extra = [f"{f.name} ({_type(f.dataType)})" for f in candidate if f.name not in ref]
-    retyped = [
-        f"{f.name} {_type(f.dataType)} -> {_type(cand[f.name].dataType)}"
-        for f in reference
-        if f.name in cand and _type(f.dataType) != _type(cand[f.name].dataType)
-    ]
-    parts = [
-        f"{label}: {', '.join(items)}"
-        for label, items in (
-            ("missing in candidate", missing),
-            ("extra in candidate", extra),
-            ("retyped", retyped),
+def neutral_schema(
+    fields: Sequence[StructField], nullability: Mapping[str, bool] | None = None
+) -> Schema:
+    """The core's description of ``fields``; ``nullability`` (a file's declaration) wins
+    over the fields' own, which Spark's file readers set to nullable everywhere."""
+    declared = nullability or {}
+    return Schema(
+        tuple(
+            Field(f.name, f.dataType.simpleString(), declared.get(f.name, f.nullable))
+            for f in fields
         )
-        if items
-    ]
-    return "; ".join(parts)
+    )
 
 
-def reconcile(reference: DataFrame, candidate: DataFrame, common_columns: bool) -> Streams:
-    """Both streams over the same columns, or ``InputError`` with the schema diff."""
+def parquet_nullability(spark: Any, path: str) -> dict[str, bool] | None:
+    """Whether each top-level column of the Parquet output at ``path`` may hold nulls, as
+    the footer of its first file (in name order) declares; ``None`` when it cannot be read
+    (no file, not Parquet, no JVM to ask: Spark Connect). The footer is read by the JVM's
+    Parquet reader, so any file system Spark reads works."""
+    try:
+        files = sorted(spark.read.parquet(path).inputFiles(), key=urllib.parse.unquote)
+        if not files:
+            return None
+        jvm = spark._jvm
+        conf = spark._jsc.hadoopConfiguration()
+        source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+            jvm.org.apache.hadoop.fs.Path(files[0]), conf
+        )
+        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
+        try:
+            message = reader.getFooter().getFileMetaData().getSchema()
+            return {
+                str(f.getName()): str(f.getRepetition().toString()) != "REQUIRED"
+                for f in message.getFields()
+            }
+        finally:
+            reader.close()
+    except Exception:  # best effort: the DataFrame's own nullability stands instead
+        return None
+
+
+def reconcile(
+    reference: DataFrame,
+    candidate: DataFrame,
+    mode: Mode = DEFAULT_MODE,
+    exempt: Iterable[str] = (),
+    nullability: tuple[Mapping[str, bool] | None, Mapping[str, bool] | None] = (None, None),
+) -> Streams:
+    """Both streams over the columns the core compares, and the schema findings."""
     ref_fields = data_fields(reference, "reference")
     cand_fields = data_fields(candidate, "candidate")
-    diff = schema_diff(ref_fields, cand_fields)
-    warnings: tuple[str, ...] = ()
-    fields = ref_fields
-    if diff:
-        if not common_columns:
-            raise InputError(f"schemas differ: {diff}")
-        cand_types = {f.name: _type(f.dataType) for f in cand_fields}
-        fields = [f for f in ref_fields if cand_types.get(f.name) == _type(f.dataType)]
-        if not fields:
-            raise InputError(f"schemas share no column: {diff}")
-        warnings = (f"compared only the columns both outputs share ({diff})",)
-    names = [f.name for f in fields]
+    if not ref_fields or not cand_fields:
+        # Nothing to tell (JSON lines without an object), as on the core: no findings, and
+        # the empty side takes the other's columns (as nulls) so that the events compare.
+        fields = ref_fields or cand_fields
+        return Streams(
+            _filled(reference, fields, bool(ref_fields)),
+            _filled(candidate, fields, bool(cand_fields)),
+            tuple(fields),
+            (),
+            SchemaDiff(mode),
+        )
+    ref_schema = neutral_schema(ref_fields, nullability[0])
+    cand_schema = neutral_schema(cand_fields, nullability[1])
+    diff = diff_schemas(ref_schema, cand_schema, mode, exempt)
+    ref_types = {f.name: f for f in ref_fields}
+    cand_types = {f.name: f for f in cand_fields}
+    ref_columns, cand_columns, fields = [], [], []
+    for c in comparison_plan(ref_schema, cand_schema):
+        r, k = ref_types[c.name], cand_types[c.name]
+        dtype = (
+            r.dataType
+            if c.reference == c.type
+            else k.dataType
+            if c.candidate == c.type
+            else _parse_datatype_string(c.type)
+        )
+        ref_columns.append(_as(c.name, c.reference, c.type))
+        cand_columns.append(_as(c.name, c.candidate, c.type))
+        fields.append(StructField(c.name, dtype, r.nullable or k.nullable))
     return Streams(
-        reference.select(*[column(n) for n in names], POS, _order(reference)),
-        candidate.select(*[column(n) for n in names], POS, _order(candidate)),
+        reference.select(*ref_columns, POS, _order(reference)),
+        candidate.select(*cand_columns, POS, _order(candidate)),
         tuple(fields),
-        warnings,
+        (),
+        diff,
     )
+
+
+def _filled(df: DataFrame, fields: Sequence[StructField], own: bool) -> DataFrame:
+    data = [column(f.name) if own else F.lit(None).cast(f.dataType).alias(f.name) for f in fields]
+    return df.select(*data, POS, _order(df))
+
+
+def _as(name: str, own: str, common: str) -> Column:
+    return column(name) if own == common else column(name).cast(common).alias(name)
 
 
 def _order(df: DataFrame) -> Column:
     return F.col(ORD) if ORD in df.columns else F.col(POS).alias(ORD)
 
 
-def require_columns(columns: Iterable[str], needed: Iterable[tuple[str, str]]) -> None:
-    """Fail with ``InputError`` naming the first ``(what, column)`` the outputs lack."""
+def require_columns(
+    columns: Iterable[str],
+    needed: Iterable[tuple[str, str]],
+    schemas: tuple[StructType, StructType] | None = None,
+) -> None:
+    """Fail with ``InputError`` naming the first ``(what, column)`` not compared: one both
+    outputs have (``schemas``) but whose types have no common type, or one they lack."""
     known = list(columns)
     present = set(known)
     for what, column in needed:
+        if column in present:
+            continue
+        types = [
+            {f.name: f.dataType for f in schema.fields}.get(column) for schema in schemas or ()
+        ]
+        if len(types) == 2 and types[0] is not None and types[1] is not None:
+            raise InputError(
+                f"{what} needs column {column!r}, whose values cannot be compared: "
+                f"{types[0].simpleString()} in the reference, "
+                f"{types[1].simpleString()} in the candidate"
+            )
         if column not in present:
             shown = ", ".join(known[:30]) + (", ..." if len(known) > 30 else "")
             raise InputError(

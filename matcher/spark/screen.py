@@ -64,7 +64,7 @@ _H1, _NAN, _RANK, _KIND = "__p_h1", "__p_nan", "__p_rank", "__p_kind"
 _PAIR_OK, _CUT = "__p_pair_ok", "__p_cut"
 _BAD, _BAD2 = "__p_bad_h", "__p_bad_h2"
 _GH, _GH2 = "__p_gh", "__p_gh2"
-#: the second digest is the first with this prefix hashed in: another seed
+#: hashed in first, a second seed: for the group's second hash and the second XOR
 _SALT = "'parity-screen'"
 #: groups that disagree are joined back by broadcast up to this many
 BROADCAST_GROUPS = 2_000_000

@@ -129,6 +129,9 @@ class Run(Base):
     task_try: Mapped[int | None] = mapped_column(Integer)
     engine: Mapped[str] = mapped_column(String(TAG_LENGTH), server_default="core")
     report_path: Mapped[str | None] = mapped_column(Text)
+    # How the outputs' schemas differed (matcher.schema.SchemaDiff.to_dict); not "schema",
+    # a reserved word in SQL.
+    schema_diff: Mapped[Any] = mapped_column(JsonValue, nullable=True)
 
     __table_args__ = (
         CheckConstraint(_one_of("status", STATUSES), name="status"),

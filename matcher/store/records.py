@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from matcher.schema import SchemaDiff
 from matcher.serialize import json_safe
 from matcher.store.errors import StoreError
 from matcher.verdict import KINDS, Divergence, Verdict
@@ -160,6 +161,8 @@ class RunOutcome:
     report_path: str | None = None
     expectations: tuple[ExpectationRecord, ...] | None = None
     gate_reason: str | None = None
+    #: how the outputs' schemas differed (``None``: not compared)
+    schema: SchemaDiff | None = None
 
     def __post_init__(self) -> None:
         if self.verdict not in RUN_VERDICTS:
@@ -228,6 +231,7 @@ class RunOutcome:
             finished_at=finished_at,
             report_path=report_path,
             expectations=None if expectations is None else tuple(expectations),
+            schema=verdict.schema,
         )
 
 
@@ -267,6 +271,9 @@ class RunSummary:
     # Counted from the run's expectation results.
     expectations_total: int = field(default=0, kw_only=True)
     expectations_failed: int = field(default=0, kw_only=True)
+    #: how the outputs' schemas differed (``None``: not compared, or recorded before 0003);
+    #: listed too, so that a run divergent by its schema alone says why in the history
+    schema: SchemaDiff | None = field(default=None, kw_only=True)
 
     @property
     def duration(self) -> dt.timedelta | None:

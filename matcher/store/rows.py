@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, RowMapping, Select, false, func, select
 
+from matcher.schema import SchemaDiff
 from matcher.serialize import json_safe
 from matcher.store.models import ExpectationResultRow, Run
 from matcher.store.records import (
@@ -37,6 +38,7 @@ NO_RESULTS: Mapping[str, Any] = MappingProxyType(
         "stats": None,
         "noise": None,
         "report_path": None,
+        "schema_diff": None,
         "total_divergences": 0,
         **dict.fromkeys(KINDS, 0),
     }
@@ -46,7 +48,9 @@ _DOCUMENT_COLUMNS = frozenset({"spec", "stats", "noise"})
 _SUMMARY_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(
     c for c in Run.__table__.columns if c.name not in _DOCUMENT_COLUMNS
 )
-_SUMMARY_FIELDS = tuple(c.name for c in _SUMMARY_COLUMNS if c.name not in KINDS)
+_SUMMARY_FIELDS = tuple(
+    c.name for c in _SUMMARY_COLUMNS if c.name not in KINDS and c.name != "schema_diff"
+)
 
 
 def start_values(run: RunStart) -> Row:
@@ -79,6 +83,7 @@ def outcome_values(outcome: RunOutcome) -> Row:
         "stats": json_safe(outcome.stats),
         "noise": json_safe(outcome.noise),
         "report_path": outcome.report_path,
+        "schema_diff": None if outcome.schema is None else json_safe(outcome.schema.to_dict()),
         "total_divergences": outcome.total_divergences,
         **outcome.counts,
     }
@@ -159,6 +164,7 @@ def summary_fields(
     ``runs`` row with the run's ``expectations`` (which the expectation counts come from)."""
     fields = {name: row[name] for name in _SUMMARY_FIELDS}
     fields["counts"] = MappingProxyType({k: row[k] for k in KINDS})
+    fields["schema"] = schema_record(row["schema_diff"])
     if expectations is None:
         fields["expectations_total"] = row["expectations_total"]
         fields["expectations_failed"] = row["expectations_failed"]
@@ -166,6 +172,11 @@ def summary_fields(
         fields["expectations_total"] = len(expectations)
         fields["expectations_failed"] = sum(not e.success for e in expectations)
     return fields
+
+
+def schema_record(document: Any) -> SchemaDiff | None:
+    """The stored schema findings (``None``: not compared, or a run from before them)."""
+    return None if document is None else SchemaDiff.from_dict(document)
 
 
 def divergence_record(row: RowMapping) -> StoredDivergence:

@@ -12,6 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from matcher.schema import SchemaDiff
 from matcher.store import RunSummary
 from parity.history import (
     NONE,
@@ -66,6 +67,8 @@ class HistoryRow:
     dag_run_href: str | None
     dag_run_label: str
     error: str | None
+    #: the schema findings in a few words (``None``: none), shown under the counts
+    schema: str | None = None
 
 
 def when(instant: dt.datetime) -> str:
@@ -94,7 +97,15 @@ def history_row(run: RunSummary, roots: Roots) -> HistoryRow:
         dag_run_href=roots.dag_run(run),
         dag_run_label=run.dag_run_id or NONE,
         error=run.error,
+        schema=describe_schema(run.schema),
     )
+
+
+def describe_schema(schema: SchemaDiff | None) -> str | None:
+    """``schema: 2 differences (1 divergent)``, or ``None`` when there is nothing to say."""
+    if schema is None or not schema.findings:
+        return None
+    return f"schema: {schema.summary()}"
 
 
 def gate_text(passed: bool | None) -> str:
