@@ -21,13 +21,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from matcher import Divergence, Verdict, compare
+from matcher import Verdict, compare
 from matcher.classify import MAX_SIMILARITY_PAIRS
 from matcher.dependence import Dependence, by_key, ordered, punctuation, unordered
 from matcher.serialize import json_safe
 from matcher.spark import compare_dataframes, read_stream
 from matcher.spark import grouped as grouped_module
 from matcher.spark import screen as screen_module
+from tests.test_classification import witness
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
 
@@ -41,18 +42,6 @@ def counts(**kinds: int) -> dict[str, int]:
 
 def V(*values: int) -> list[Event]:
     return [{"v": v} for v in values]
-
-
-def witness(d: Divergence) -> tuple[Any, ...]:
-    return (
-        d.kind,
-        d.key,
-        d.reference_position,
-        d.candidate_position,
-        d.reference_event,
-        d.candidate_event,
-        d.columns,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
