@@ -11,7 +11,11 @@ Reads both outputs in stream order (``output.order_by``, else files by name and 
 file order), matches them partitioned by the dependence key (``matcher.spark``), and writes
 the verdict with its witnesses to the results store in one transaction under ``--run-id``
 (default ``DAG_ID/DAG_RUN_ID`` when both are given: a retried run replaces its earlier
-attempt). A job that fails leaves the run marked failed.
+attempt). A job that fails leaves the run marked failed; a job killed outright stops renewing
+the run's lease (a heartbeat thread, every ``PARITY_RUN_LEASE_SECONDS``/6, default 20 s), and
+the run reads as failed once the lease expired (``matcher.store.lease``). The versions
+recorded are ``--reference-version``/``--candidate-version``, else the spec's
+``reference.version``/``candidate.version``.
 
 With ``--rerun-reference`` (the reference run again, with other partition counts), the
 reference is first compared with its rerun: where they differ is noise, and a candidate
@@ -40,8 +44,8 @@ from typing import Any
 
 from matcher.errors import InputError, ParityError
 from matcher.serialize import json_safe
-from matcher.spec import Spec, load_spec
-from matcher.store import RunOutcome, RunStart, Store
+from matcher.spec import ApplicationSpec, Spec, load_spec
+from matcher.store import Heartbeat, RunOutcome, RunStart, Store
 from parity.engine import check_text_arguments, internal_error_line, known_failure
 from parity.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 
@@ -142,8 +146,8 @@ def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
         run_id=run_id or f"match-{uuid.uuid4().hex[:12]}",
         validation=spec.name,
         trigger=args.trigger,
-        reference_version=args.reference_version,
-        candidate_version=args.candidate_version,
+        reference_version=args.reference_version or _version(spec.reference),
+        candidate_version=args.candidate_version or _version(spec.candidate),
         slice=args.slice,
         spec={
             "file": spec.source,
@@ -157,6 +161,11 @@ def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
         task_try=args.task_try,
         engine="spark",
     )
+
+
+def _version(application: ApplicationSpec | None) -> str | None:
+    """The version a spec's ``reference``/``candidate`` section names, if any."""
+    return None if application is None else application.version
 
 
 def build_outcome(result: NoisyComparison, report_path: str | None) -> RunOutcome:
@@ -217,7 +226,9 @@ def run(args: argparse.Namespace) -> int:
     if runs > 1 and not args.rerun_reference:
         print(f"match: note: noise.reference_runs is {runs} but no --rerun-reference was given")
     try:
-        with store.running(start):
+        # The heartbeat renews the run's lease: if this process is killed, the run reads as
+        # failed once the lease expires (matcher.store.lease), instead of running forever.
+        with store.running(start), Heartbeat(store, start.run_id):
             result = compare_with_noise(
                 _session(),
                 spec,

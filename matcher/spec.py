@@ -270,6 +270,13 @@ def _loosening_key(equality: Equality, columns: frozenset[str]) -> str:
     return "equality.normalize"
 
 
+def function_refs(data: Any, source: str = "<spec>") -> dict[str, str]:
+    """The ``module:function`` references of a spec document, by key
+    (``dependence.predicate``), validated but not imported: importing runs the module's
+    code, so whoever decides whether it may run asks this first (``parity.plan``)."""
+    return dict(_function_refs(validate_document(data, source)))
+
+
 def _function_refs(doc: SpecDocument) -> Iterator[tuple[str, str]]:
     d = doc.dependence
     candidates = (

@@ -253,6 +253,8 @@ class GateSpec(_Section):
     require: Literal["equivalent"] = "equivalent"
     allow_noisy: bool = False
     expectations: bool = True
+    #: two empty outputs are equivalent but prove nothing: by default they close the gate
+    empty: Literal["pass", "fail"] = "fail"
 
 
 class EventTestSpec(_Section):

@@ -25,6 +25,9 @@ Kind = Literal["loss", "duplication", "reordering", "corruption"]
 KINDS: tuple[Kind, ...] = ("loss", "duplication", "reordering", "corruption")
 EQUIVALENT = "equivalent"
 DIVERGENT = "divergent"
+#: said of every verdict on two empty outputs: equivalent, but nothing was compared, and a
+#: release whose job wrote nothing is suspect (``gate.empty`` decides whether it passes)
+EMPTY_WARNING = "both outputs are empty: there was no output to compare"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +161,16 @@ class Verdict:
     def total_divergences(self) -> int:
         return sum(self.counts.values())
 
+    @property
+    def empty(self) -> bool:
+        """Neither output had an event: the verdict is equivalent, and says nothing."""
+        return self.reference_count == 0 and self.candidate_count == 0
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Every warning a report shows: the matcher's, and ``EMPTY_WARNING`` when empty."""
+        return (EMPTY_WARNING, *self.warnings) if self.empty else self.warnings
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.status,
@@ -173,6 +186,7 @@ class Verdict:
             "detected_at": self.detected_at,
             "dependence": self.dependence,
             "side_stats": {side: dict(stats) for side, stats in self.side_stats.items()},
-            "warnings": list(self.warnings),
+            "empty": self.empty,
+            "warnings": list(self.notes),
             "schema": None if self.schema is None else self.schema.to_dict(),
         }

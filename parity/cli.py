@@ -6,6 +6,8 @@
     parity report RUN_ID [--html PATH] [--json] [--db URL]            (parity.report_cli)
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
                    [--limit N] [--json] [--db URL]                     (parity.history)
+    parity db upgrade [--db URL]                                       (parity.store_cli)
+    parity runs expire [--db URL]                                      (parity.store_cli)
 
 Exit codes: 0 equivalent, 1 divergent, 2 error (bad spec, unreadable output, bad usage,
 a spec's function that raised, a bug). Exit 1 means divergent and nothing else. An error
@@ -38,6 +40,7 @@ from parity.output_schema import schema_plan
 from parity.readers import read_columns, read_events
 from parity.render import Comparison, render_json, render_text
 from parity.report_cli import add_report_parser
+from parity.store_cli import add_store_commands
 
 EXIT_EQUIVALENT = 0
 EXIT_DIVERGENT = 1
@@ -86,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_command(commands)
     add_report_parser(commands)
     add_history_parser(commands)
+    add_store_commands(commands)
     return parser
 
 

@@ -160,11 +160,16 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
     from airflow.sdk import DAG, task
     from airflow.sdk.exceptions import AirflowFailException
 
-    from parity.dagtasks import ParitySparkSubmitOperator, params_for, record_gate
+    from parity.dagtasks import (
+        ParitySparkSubmitOperator,
+        fail_running_match,
+        params_for,
+        record_gate,
+    )
 
-    def submit(task_id: str, job: str) -> Any:
+    def submit(task_id: str, job: str, **options: Any) -> Any:
         return ParitySparkSubmitOperator(
-            task_id=task_id, job=job, conn_id=conn_id, doc_md=_TASK_DOCS[task_id]
+            task_id=task_id, job=job, conn_id=conn_id, doc_md=_TASK_DOCS[task_id], **options
         )
 
     with DAG(
@@ -229,7 +234,8 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         runs = [submit("run_reference", "reference"), submit("run_candidate", "candidate")]
         if spec.noise.reference_runs > 1:
             runs.append(submit("rerun_reference", "rerun"))
-        match = submit("match", "match")
+        # A match job killed outright cannot mark its run failed: this callback does.
+        match = submit("match", "match", on_failure_callback=fail_running_match)
         planned >> submit("slice_input", "slice") >> runs >> match
         # The expectations step: suites and reference-derived expectations (expectations.task).
         from expectations.task import ExpectationsOperator

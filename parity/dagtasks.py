@@ -7,6 +7,8 @@
 * ``params_for`` is the ad-hoc trigger form: the DAG's ``Param``s, each a JSON schema.
 * ``record_gate`` computes and stores the gate after the match (or records the run as
   failed when a job before it failed).
+* ``fail_running_match`` marks the run failed when the match task failed while its run was
+  still running (the job was killed before it could say so).
 
 Imported by the DAG files only (through ``parity.dagfactory``), never by the CLI.
 """
@@ -21,6 +23,7 @@ from airflow.sdk import Param
 
 from matcher.spec import Spec
 from matcher.store import RunStart, Store
+from matcher.store.repository import one_line
 from parity.plan import RunPlan, job_for
 
 PLAN_TASK = "plan"
@@ -66,7 +69,10 @@ def params_for(spec: Spec) -> dict[str, Any]:
             spec.candidate.application,
             type=["null", "string"],
             title="Candidate application",
-            description="The candidate's .py or .jar (relative to the repository) or its URL.",
+            description=(
+                "The candidate's .py or .jar (relative to the repository). Only the spec's own "
+                "unless the deployment allows others (PARITY_ADHOC_APPLICATION_ROOTS)."
+            ),
         ),
         "candidate_args": Param(
             list(spec.candidate.args),
@@ -145,6 +151,18 @@ def record_gate(plan: RunPlan, spec: Spec, failed_tasks: list[str]) -> dict[str,
             store.set_gate(plan.run_id, False, reason)
             return {"passed": False, "reason": reason}
     return {"passed": decision.passed, "reason": decision.reason}
+
+
+def fail_running_match(context: Any) -> None:
+    """The ``match`` task's ``on_failure_callback``: when the task failed for good (killed,
+    timed out, its process lost) while its run is still ``running``, mark the run failed now
+    rather than when its lease expires. A run the job ended itself, completed or failed, is
+    left as it is. The run id is the plan's, ``dag_id/dag_run_id``."""
+    run = context["dag_run"]
+    exception = context.get("exception")
+    cause = f": {one_line(exception)}" if isinstance(exception, BaseException) else ""
+    with Store.open() as store:
+        store.fail_if_running(f"{run.dag_id}/{run.run_id}", f"the match task failed{cause}")
 
 
 def _start(plan: RunPlan) -> RunStart:

@@ -41,10 +41,19 @@ class Timed:
 def compare_on_spark(
     spark: Any, spec: Spec, reference: str, candidate: str, *, limit: int, common: bool = False
 ) -> Timed:
-    """Read both outputs in stream order and match them under the spec."""
+    """Read both outputs in stream order and match them under the spec. Two outputs without
+    a data file (directories a job left empty) are the empty verdict the core gives them:
+    Spark cannot read a schema from nothing, and there is nothing to compare."""
     from matcher.spark import compare_dataframes, read_stream
 
     started = time.perf_counter()
+    if _holds_no_data(reference, spec) and _holds_no_data(candidate, spec):
+        empty = Verdict(
+            True,
+            dependence=spec.build_dependence().describe(),
+            side_stats={"reference": {"rows": 0}, "candidate": {"rows": 0}},
+        )
+        return Timed(empty, time.perf_counter() - started)
     order_by = list(spec.output.order_by) or None
     streams = [
         read_stream(spark, path, format=spec.output.format, order_by=order_by)
@@ -67,6 +76,13 @@ def compare_on_spark(
         nullability=(_declared(spark, spec, reference), _declared(spark, spec, candidate)),
     )
     return Timed(verdict, time.perf_counter() - started)
+
+
+def _holds_no_data(path: str, spec: Spec) -> bool:
+    """A local directory with no data file in it (only markers such as ``_SUCCESS``)."""
+    from parity.readers import data_files
+
+    return os.path.isdir(path) and not data_files(path, spec.output.format)
 
 
 def _declared(spark: Any, spec: Spec, path: str) -> dict[str, bool] | None:

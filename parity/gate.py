@@ -23,11 +23,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from matcher.gate import GateDecision, evaluate
+from matcher.gate import GateDecision, empty_outputs, evaluate
 from matcher.serialize import json_safe
 from matcher.spec import Spec
 from matcher.spec_schema import GateSpec
 from matcher.store import RunRecord, RunSummary, Store, StoreError, UnknownRunError
+from parity.render import printable
 
 EXIT_PASSED, EXIT_FAILED, EXIT_NO_RUN = 0, 1, 2
 
@@ -59,7 +60,13 @@ def stored_decision(store: Store, run_id: str) -> GateDecision:
 def decide(policy: GateSpec, run: RunRecord, *, expected_suites: int = 0) -> GateDecision:
     """The gate's decision on a stored run (``matcher.gate.evaluate`` on its verdict and
     expectation results)."""
-    return evaluate(policy, run.verdict, expectations_passed(run), expected_suites=expected_suites)
+    return evaluate(
+        policy,
+        run.verdict,
+        expectations_passed(run),
+        expected_suites=expected_suites,
+        empty=empty_outputs(run.stats),
+    )
 
 
 def expectations_passed(run: RunRecord) -> bool | None:
@@ -102,7 +109,7 @@ class GateStatus:
     def headline(self) -> str:
         """One line: the validation, the outcome, and why."""
         which = "" if self.candidate_version is None else f" (candidate {self.candidate_version})"
-        return _printable(f"{self.validation}{which}: gate {self.state}: {self.reason}")
+        return printable(f"{self.validation}{which}: gate {self.state}: {self.reason}")
 
     def details(self) -> list[str]:
         """A few ``name: value`` lines about the run the decision rests on."""
@@ -127,7 +134,7 @@ class GateStatus:
                 f"note: a newer run {self.newer.run_id} is {self.newer.status}"
                 f" (started {_iso(self.newer.started_at)})"
             )
-        return [_printable(line) for line in lines]
+        return [printable(line) for line in lines]
 
     def to_dict(self) -> dict[str, Any]:
         """The status as JSON-safe values (``parity gate --json``, the UI's API)."""
@@ -204,7 +211,7 @@ def add_gate_command(commands: Any) -> None:
 
 
 def run_gate(args: argparse.Namespace, out: TextIO) -> int:
-    with Store.open(args.db) as store:
+    with Store.open_readonly(args.db) as store:  # a reader: it never migrates nor writes
         status = gate_status(store, args.validation, args.candidate)
     if args.json:
         out.write(json.dumps(status.to_dict(), allow_nan=False, ensure_ascii=False) + "\n")
@@ -251,8 +258,3 @@ def _run_document(run: RunRecord) -> dict[str, Any]:
 
 def _iso(moment: dt.datetime) -> str:
     return moment.isoformat(timespec="seconds")
-
-
-def _printable(text: str) -> str:
-    """``text`` with control characters escaped: names and versions come from the database."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -6,7 +6,8 @@
 One line per run: when it started, the validation, how it was triggered, both versions,
 the input slice, the verdict, its divergences per kind, the expectations met, how long it
 took and its run id (for ``parity report RUN_ID``). Reads ``Store.list_runs``; the Airflow
-plugin's history page shows the same runs.
+plugin's history page shows the same runs. ``--json`` gives each run's schema findings too,
+in the same form as ``parity report --json`` (``null``: the schemas were not compared).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from matcher.serialize import json_safe
+from parity.render import printable
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, Alembic) is imported when the command runs
     from matcher.store import RunSummary
@@ -94,7 +96,7 @@ def _positive(text: str) -> int:
 def run_history(args: argparse.Namespace, out: TextIO) -> int:
     from matcher.store import Store
 
-    with Store.open(args.db) as store:
+    with Store.open_readonly(args.db) as store:  # a reader: it never migrates nor writes
         runs = store.list_runs(
             validation=args.validation,
             verdict=args.verdict,
@@ -138,13 +140,15 @@ def history_entry(run: RunSummary) -> dict[str, Any]:
         "dag_id": run.dag_id,
         "dag_run_id": run.dag_run_id,
         "error": run.error,
+        # as ``parity report --json`` gives it (``parity.report.report_document``)
+        "schema": None if run.schema is None else json_safe(run.schema.to_dict()),
     }
 
 
 def history_row(run: RunSummary) -> tuple[str, ...]:
     """The table cells of one run, in ``COLUMNS`` order."""
     return tuple(
-        _printable(cell)
+        printable(cell)
         for cell in (
             f"{run.started_at.astimezone(dt.UTC):%Y-%m-%d %H:%M}",
             run.validation,
@@ -233,10 +237,3 @@ def render_table(rows: Sequence[tuple[str, ...]]) -> str:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
              for row in (header, *rows)]  # fmt: skip
     return "\n".join(lines) + "\n"
-
-
-def _printable(text: str) -> str:
-    """Control characters (a terminal escape in a version label) shown as escapes."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -12,8 +12,14 @@ workspace, ``$PARITY_HOME/runs/<dag_id>/<run>/`` with ``slice/``, ``reference/``
 ``candidate/``, ``rerun/`` and ``report/``. The plan travels to the Spark tasks as JSON (an
 XCom), so every task of the run sees the same decisions.
 
-Pure: no Airflow, no Spark, no file system access except ``prepare_workspace`` and the
-existence checks of ``check_files``.
+Who may trigger a run may not thereby run code of their choosing on the workers: an ad-hoc
+run's ``candidate_application``, and any ``module:function`` its ``dependence`` or
+``equality`` names, must be the spec's own unless the deployment allows others
+(``AdhocPolicy``: application roots in ``PARITY_ADHOC_APPLICATION_ROOTS``, module prefixes
+in ``PARITY_ADHOC_MODULE_PREFIXES``, set where the workers run, never by a trigger).
+
+Pure: no Airflow, no Spark, no file system access except ``prepare_workspace``, the
+existence checks of ``check_files`` and the resolution of an ad-hoc application's path.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import re
 import shutil
 from collections.abc import Mapping
@@ -33,7 +40,7 @@ import yaml
 from pydantic import ValidationError
 
 from matcher.errors import SpecError
-from matcher.spec import ApplicationSpec, Spec, parse_spec, parse_yaml
+from matcher.spec import ApplicationSpec, Spec, function_refs, parse_spec, parse_yaml
 from matcher.spec_problems import first_problem
 from parity.submits import SparkJob, build_app_job, build_slice_job, is_local, resolve_path
 
@@ -50,6 +57,69 @@ PARAMS = (
 )
 #: The workspace's directories, one per job output (``report`` is the match's).
 DIRECTORIES = ("slice", "reference", "candidate", "rerun", "report")
+
+
+#: the deployment's allowlists for ad-hoc code: application roots (paths separated by
+#: ``os.pathsep``, relative ones to the repository) and module prefixes (separated by ``,``)
+ROOTS_VARIABLE = "PARITY_ADHOC_APPLICATION_ROOTS"
+MODULES_VARIABLE = "PARITY_ADHOC_MODULE_PREFIXES"
+
+
+@dataclass(frozen=True, slots=True)
+class AdhocPolicy:
+    """The code an ad-hoc run may use instead of the spec's: applications under
+    ``application_roots`` (symbolic links resolved), functions in modules under
+    ``module_prefixes``; empty (the default): none, only the spec's own."""
+
+    application_roots: tuple[str, ...] = ()
+    module_prefixes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> AdhocPolicy:
+        """The policy the deployment set in the workers' environment."""
+        roots = environ.get(ROOTS_VARIABLE, "").split(os.pathsep)
+        prefixes = environ.get(MODULES_VARIABLE, "").split(",")
+        return cls(
+            tuple(r.strip() for r in roots if r.strip()),
+            tuple(p.strip().rstrip(".") for p in prefixes if p.strip().rstrip(".")),
+        )
+
+    def check_application(self, given: str, own: str, root: Path) -> None:
+        """Refuse ``given`` (a run's ``candidate_application``) unless it is the spec's own
+        application or a file under an allowed root."""
+        where = "params.candidate_application"
+        if _same_file(given, own, root):
+            return
+        if not self.application_roots:
+            raise SpecError(
+                f"{where}: ad-hoc applications are disabled in this deployment (only the "
+                f"spec's {own!r} may run; {ROOTS_VARIABLE} allows others)"
+            )
+        allowed = ", ".join(self.application_roots)
+        if not is_local(given):
+            raise SpecError(f"{where}: {given!r} is a URL: ad-hoc applications are files")
+        target = Path(resolve_path(given, root)).resolve()
+        roots = [(root / r).resolve() for r in self.application_roots]
+        if not any(target.is_relative_to(r) for r in roots):
+            raise SpecError(
+                f"{where}: {given!r} is outside the application roots this deployment allows "
+                f"ad-hoc runs ({allowed})"
+            )
+
+    def check_function(self, where: str, ref: str) -> None:
+        """Refuse a ``module:function`` the spec does not name, unless its module is under
+        an allowed prefix."""
+        module = ref.partition(":")[0]
+        if not self.module_prefixes:
+            raise SpecError(
+                f"{where}: ad-hoc functions are disabled in this deployment ({ref!r} is not "
+                f"one of the spec's; {MODULES_VARIABLE} allows modules)"
+            )
+        if not any(module == p or module.startswith(f"{p}.") for p in self.module_prefixes):
+            raise SpecError(
+                f"{where}: module {module!r} is outside the module prefixes this deployment "
+                f"allows ad-hoc runs ({', '.join(self.module_prefixes)})"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +185,22 @@ class RunPlan:
         return str(Path(self.run_dir) / directory)
 
 
-def plan_run(spec: Spec, context: RunContext, *, root: Path, home: Path) -> RunPlan:
+def plan_run(
+    spec: Spec,
+    context: RunContext,
+    *,
+    root: Path,
+    home: Path,
+    adhoc: AdhocPolicy | None = None,
+) -> RunPlan:
     """The run's plan; a bad parameter or an unusable spec is a one-line ``SpecError``
-    (``params.window_end: ...``, ``FILE: candidate: ...``)."""
+    (``params.window_end: ...``, ``FILE: candidate: ...``). ``adhoc``: the code the run's
+    parameters may substitute (default: the deployment's, ``AdhocPolicy.from_environment``)."""
     params = _check_params(context.params)
-    reference, candidate = _applications(spec, params)
+    policy = AdhocPolicy.from_environment() if adhoc is None else adhoc
+    reference, candidate = _applications(spec, params, policy, root)
     run_dir = workspace(home, context.dag_id, context.dag_run_id)
-    overrides = _overrides(spec, params, root)
+    overrides = _overrides(spec, params, root, policy)
     dirs = {name: str(run_dir / name) for name in DIRECTORIES}
     chosen = _slice(spec, context, params, root)
     jobs = {
@@ -247,12 +326,17 @@ def _check_params(params: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _applications(spec: Spec, params: Mapping[str, Any]) -> tuple[ApplicationSpec, ApplicationSpec]:
-    """The reference and the candidate, with the run's candidate application and arguments."""
+def _applications(
+    spec: Spec, params: Mapping[str, Any], policy: AdhocPolicy, root: Path
+) -> tuple[ApplicationSpec, ApplicationSpec]:
+    """The reference and the candidate, with the run's candidate application (if the policy
+    allows it) and arguments."""
     for section in ("reference", "candidate", "input"):
         if getattr(spec, section) is None:
             raise SpecError(f"{spec.source}: {section}: required by the Airflow pipeline")
     assert spec.reference is not None and spec.candidate is not None
+    if "candidate_application" in params:
+        policy.check_application(params["candidate_application"], spec.candidate.application, root)
     update = {
         key: params[f"candidate_{key}"]
         for key in ("application", "args")
@@ -267,16 +351,31 @@ def _applications(spec: Spec, params: Mapping[str, Any]) -> tuple[ApplicationSpe
     return spec.reference, candidate
 
 
-def _overrides(spec: Spec, params: Mapping[str, Any], root: Path) -> dict[str, Any]:
+def _overrides(
+    spec: Spec, params: Mapping[str, Any], root: Path, policy: AdhocPolicy
+) -> dict[str, Any]:
     """The sections the run overrides, validated as the whole spec would be (an equality
-    must still suit the dependence), so that a bad one fails before Spark starts."""
+    must still suit the dependence), so that a bad one fails before Spark starts. Their
+    functions are checked against the policy before any is imported: importing runs code."""
     overrides = {k: params[k] for k in ("dependence", "equality") if k in params}
     if overrides:
         path = _spec_path(spec, root)
-        data = parse_yaml(path.read_text(encoding="utf-8"), spec.source)
+        data = {**parse_yaml(path.read_text(encoding="utf-8"), spec.source), **overrides}
         source = f"params ({' and '.join(overrides)} over {spec.source})"
-        parse_spec({**data, **overrides}, source, base_dir=path.parent)
+        for key, ref in function_refs(data, source).items():
+            if ref not in spec.functions:
+                policy.check_function(f"params.{key}", ref)
+        parse_spec(data, source, base_dir=path.parent)
     return overrides
+
+
+def _same_file(given: str, own: str, root: Path) -> bool:
+    """``given`` names the spec's application ``own`` (the same text, or the same file)."""
+    if given == own:
+        return True
+    if not (is_local(given) and is_local(own)):
+        return False
+    return Path(resolve_path(given, root)).resolve() == Path(resolve_path(own, root)).resolve()
 
 
 def _spec_path(spec: Spec, root: Path) -> Path:

@@ -7,6 +7,10 @@ reader sees *which* event went wrong and *how* without opening the outputs.
 The JSON form is ``Verdict.to_dict()`` plus the paths and spec name, made strictly valid
 JSON: datetimes become ISO strings, ``Decimal`` a string (no precision lost), bytes base64,
 NaN and infinities the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+
+Names, paths, versions, errors and values come from users and their data: ``printable`` is
+the one escape every command uses before text reaches a terminal (``parity compare``,
+``report``, ``history``, ``gate``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def render_text(comparison: Comparison, verdict: Verdict) -> str:
         f"rows: reference {verdict.reference_count}, candidate {verdict.candidate_count}, "
         f"matched {verdict.matched_count}, peak unmatched {verdict.peak_unmatched}",
     ]
+    lines.extend(f"warning: {warning}" for warning in verdict.notes)
     if verdict.detected_at is not None:
         read = verdict.reference_count + verdict.candidate_count
         lines.append(f"proven divergent after {verdict.detected_at + 1} of {read} rows read")
@@ -68,7 +73,7 @@ def render_text(comparison: Comparison, verdict: Verdict) -> str:
     if hidden > 0:
         lines.append("")
         lines.append(f"... and {hidden} more (raise --limit to see their witnesses)")
-    return "\n".join(lines) + "\n"
+    return "".join(printable(line) + "\n" for line in lines)
 
 
 def schema_lines(verdict: Verdict) -> list[str]:
@@ -101,7 +106,7 @@ def _table(d: Divergence, equality: Equality) -> list[str]:
     differing = set(d.columns)
     rows = [("", "column", "reference", "candidate")]
     for name in names:
-        label = f"{name} (ignored)" if name in equality.ignore else name
+        label = printable(f"{name} (ignored)" if name in equality.ignore else name)
         rows.append(
             (
                 DIFFERS if name in differing else "",
@@ -135,6 +140,17 @@ def show(value: Any) -> str:
     if len(text) > VALUE_WIDTH:
         text = text[: VALUE_WIDTH - 3] + "..."
     return text
+
+
+def printable(text: str, *, keep: str = "") -> str:
+    """``text`` safe to show on a terminal: every character a terminal acts on or that
+    reorders what it shows (C0 and C1 controls, DEL, so every escape sequence; bidirectional
+    overrides and the other format characters; separators but the space) as its Python
+    escape, ``\\x1b``, ``\\u202e``. ``keep``: characters left as they are (``"\\n"`` where text
+    is printed line by line anyway)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
 
 
 def describe_equality(equality: Equality) -> str:

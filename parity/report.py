@@ -18,7 +18,10 @@ with a link to the Great Expectations Data Docs.
 The page needs no network: inline CSS, no script, no external resource. Every value that
 came from data (events, keys, column names, versions, errors, expectation results) is
 escaped by Jinja2's autoescaping (``parity/templates/report.html.j2``); nothing is marked
-safe. ``links`` are the caller's (the Airflow plugin's) URLs, shown as given (escaped too).
+safe, and control characters are shown as escapes (``parity.render.printable``: the page
+may be printed on a terminal with ``--html -``). A link's target is either a URL of a safe
+scheme (``link_target``: http, https, file, or none) or a file path made a link that no
+browser reads as a scheme (``path_link``); anything else is shown as text, never linked.
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 import jinja2
 
 from expectations import DATA_DOCS_DIR
+from matcher.gate import empty_outputs
 from matcher.serialize import json_safe
 from matcher.store import ExpectationRecord, RunRecord, StoredDivergence
-from matcher.verdict import KINDS, Divergence
+from matcher.verdict import EMPTY_WARNING, KINDS, Divergence
+from parity.render import printable
 
 #: the ``links`` key whose URL replaces the default link to the Data Docs
 DATA_DOCS_LINK = "data_docs"
@@ -45,6 +51,8 @@ MISSING = "—"
 SIDES = ("reference", "candidate")
 #: noisy keys (and other lists in the noise report) shown on the page; the rest are counted
 NOISE_ITEMS = 20
+#: the URL schemes a page links to; any other (``javascript:``, ``data:``) is shown as text
+SAFE_SCHEMES = ("http", "https", "file")
 
 
 def report_document(record: RunRecord) -> dict[str, Any]:
@@ -74,6 +82,8 @@ def report_document(record: RunRecord) -> dict[str, Any]:
         },
         "counts": {kind: record.counts[kind] for kind in KINDS},
         "total_divergences": record.total_divergences,
+        "empty": empty_outputs(record.stats),
+        "warnings": [EMPTY_WARNING] if empty_outputs(record.stats) else [],
         "noise": _noise(record),
         "sides": _sides(record.stats),
         "stats": json_safe(record.stats),
@@ -221,12 +231,22 @@ def render_report_html(record: RunRecord, *, links: Mapping[str, str] = {}) -> s
     run's report folder (``Run.report_path``/data_docs/index.html).
     """
     document = report_document(record)
-    data_docs = links.get(DATA_DOCS_LINK, document["expectations"]["data_docs"])
+    docs_path = document["expectations"]["data_docs"]
+    if DATA_DOCS_LINK in links:
+        data_docs = (links[DATA_DOCS_LINK], link_target(links[DATA_DOCS_LINK]))
+    elif docs_path is not None:
+        data_docs = (docs_path, path_link(docs_path))
+    else:
+        data_docs = None
     template = _environment().get_template("report.html.j2")
     return template.render(
         doc=document,
         kinds=KINDS,
-        links=[(label, url) for label, url in links.items() if label != DATA_DOCS_LINK],
+        links=[
+            (label, url, link_target(url))
+            for label, url in links.items()
+            if label != DATA_DOCS_LINK
+        ],
         data_docs=data_docs,
         witnesses=[_witness_view(d, record.total_divergences) for d in document["divergences"]],
         side_metrics=_side_metrics(document["sides"]),
@@ -241,6 +261,7 @@ def _environment() -> jinja2.Environment:
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("parity", "templates"),
         autoescape=True,  # every {{ }} is escaped; the template never uses |safe
+        finalize=_printable,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -250,6 +271,32 @@ def _environment() -> jinja2.Environment:
     environment.filters["duration"] = _duration
     environment.filters["compact"] = compact
     return environment
+
+
+def _printable(value: Any) -> Any:
+    """Every ``{{ }}`` of the page: text with its control characters shown as escapes (a
+    terminal would act on them, and HTML forbids most); line breaks and tabs stay."""
+    return printable(value, keep="\n\t") if isinstance(value, str) else value
+
+
+def link_target(url: str) -> str | None:
+    """``url`` when a page may link to it: a safe scheme (``SAFE_SCHEMES``) or none (a
+    relative or root-relative URL); ``None`` (show it as text) for any other scheme, and for
+    a URL with whitespace or control characters at its ends or inside, which browsers drop
+    before they read the scheme (``java\\tscript:``)."""
+    if not url or not url.isprintable() or url != url.strip():
+        return None
+    scheme = urlsplit(url).scheme.lower()
+    return url if scheme in ("", *SAFE_SCHEMES) else None
+
+
+def path_link(path: str) -> str:
+    """A file path as a link: absolute, a ``file:`` URL; relative, the path percent-encoded
+    (``:`` included), so that ``javascript:alert(1)/index.html`` is a folder, not a scheme."""
+    posix = PurePosixPath(path)
+    if posix.is_absolute():
+        return posix.as_uri()
+    return quote(path)
 
 
 def show(value: Any) -> str:

@@ -57,7 +57,9 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
         document = report_document(record)
         out.write(json.dumps(document, allow_nan=False, ensure_ascii=False) + "\n")
     if args.html is None and not args.json:
-        out.write(summary(record))
+        from parity.report_text import render_summary
+
+        out.write(render_summary(record))
     out.flush()
     return 0
 
@@ -65,70 +67,24 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
 def load_record(run_id: str, db: str | None) -> RunRecord:
     from matcher.store import Store, UnknownRunError
 
-    with Store.open(db) as store:
+    with Store.open_readonly(db) as store:  # a reader: it never migrates nor writes
         record = store.get_run(run_id)
         if record is None:
             raise UnknownRunError(f"no run {run_id!r} in {store.url}")
     return record
 
 
-def summary(record: RunRecord) -> str:
-    """A few lines about the run, for a terminal."""
-    from parity.report import compact, data_docs_path
-
-    gate = {None: "gate not decided", True: "gate passed", False: "gate closed"}
-    counts = ", ".join(f"{kind} {n}" for kind, n in record.counts.items())
-    lines = [
-        f"run {record.run_id}: {record.validation}, "
-        f"{record.verdict or record.status} ({gate[record.gate_passed]}"
-        + (f": {record.gate_reason})" if record.gate_reason else ")"),
-        f"versions: reference {record.reference_version or '-'}, "
-        f"candidate {record.candidate_version or '-'}",
-        f"slice: {'-' if record.slice is None else compact(record.slice)}",
-        f"started {record.started_at:%Y-%m-%d %H:%M:%S} UTC, "
-        + (
-            "still running"
-            if record.finished_at is None or record.duration is None
-            else f"finished {record.finished_at:%Y-%m-%d %H:%M:%S} UTC "
-            f"after {record.duration.total_seconds():.1f}s"
-        ),
-        f"counts: {counts} ({record.total_divergences} total)",
-    ]
-    if record.schema is not None and record.schema.findings:
-        lines.append(f"schema: {record.schema.summary()} under schema.mode {record.schema.mode}")
-        lines.extend(
-            f"  {'divergent' if f.divergent else 'listed   '} {f.kind:<11} {f.explain()}"
-            for f in record.schema.findings
-        )
-    if record.error:
-        lines.append(f"error: {record.error}")
-    if record.expectations_total:
-        failed, total = record.expectations_failed, record.expectations_total
-        docs = data_docs_path(record)
-        lines.append(
-            f"expectations: {total - failed} of {total} met"
-            + (f"; Data Docs {docs}" if docs else "")
-        )
-    else:
-        lines.append("expectations: none recorded")
-    if record.divergences:
-        lines.append(
-            f"witnesses: {len(record.divergences)} stored "
-            f"(parity report {record.run_id} --html PATH shows them)"
-        )
-    return "\n".join(lines) + "\n"
-
-
 def _relative_data_docs(record: RunRecord, html: str) -> dict[str, str]:
     """The Data Docs link as seen from where the page is written, so that it still works
     when the report folder and the page are moved together."""
-    from parity.report import DATA_DOCS_LINK, data_docs_path
+    from parity.report import DATA_DOCS_LINK, data_docs_path, path_link
 
     docs = data_docs_path(record)
     if docs is None or html == "-":
         return {}
     start = os.path.dirname(os.path.abspath(html))
-    return {DATA_DOCS_LINK: Path(os.path.relpath(os.path.abspath(docs), start)).as_posix()}
+    relative = Path(os.path.relpath(os.path.abspath(docs), start)).as_posix()
+    return {DATA_DOCS_LINK: path_link(relative)}
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -6,7 +6,9 @@ shape, one bad spec stays one import error, bad parameters stop a run before Spa
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,16 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:unclosed file <_io.TextIOWrapper name=:ResourceWarning"),
 ]
 UTC = dt.UTC
+
+
+@pytest.fixture(autouse=True)
+def collect_leaked_pipes() -> Iterator[None]:
+    """Collect what a test leaked (the provider's spark-submit pipes) while the filter above
+    still applies, not during whichever test the garbage collector happens to run in."""
+    yield
+    gc.collect()
+
+
 SPARK_TASKS = {"slice_input", "run_reference", "run_candidate", "rerun_reference", "match"}
 
 

@@ -13,7 +13,7 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, inspect, text
 
-from matcher.gate import GateDecision, evaluate
+from matcher.gate import GateDecision, empty_outputs, evaluate
 from matcher.spec import Spec, load_spec
 from matcher.spec_schema import GateSpec
 from matcher.store import (
@@ -118,6 +118,48 @@ def test_the_policy_decides_with_a_reason_for_both_halves(
 ) -> None:
     decision = evaluate(policy, verdict, expectations, expected_suites=suites)
     assert decision == GateDecision(passed, reason)
+
+
+@pytest.mark.parametrize(
+    ("policy", "verdict", "expectations", "passed", "reason"),
+    [
+        (
+            STRICT,
+            "equivalent",
+            None,
+            False,
+            "verdict equivalent, but both outputs are empty (gate.empty is fail); "
+            "no expectation results",
+        ),
+        (
+            GateSpec(empty="pass"),
+            "equivalent",
+            True,
+            True,
+            "verdict equivalent on two empty outputs, allowed by gate.empty; expectations passed",
+        ),
+        (
+            GateSpec(empty="pass"),
+            "equivalent",
+            False,
+            False,
+            "verdict equivalent on two empty outputs, allowed by gate.empty; expectations failed",
+        ),
+        (STRICT, "error", None, False, "the run failed (verdict error); no expectation results"),
+    ],
+)
+def test_two_empty_outputs_pass_only_when_gate_empty_says_so(
+    policy: GateSpec, verdict: str, expectations: bool | None, passed: bool, reason: str
+) -> None:
+    assert evaluate(policy, verdict, expectations, empty=True) == GateDecision(passed, reason)
+
+
+def test_empty_outputs_are_read_from_a_stored_runs_statistics() -> None:
+    assert empty_outputs({"reference_count": 0, "candidate_count": 0, "seconds": 1.0})
+    assert not empty_outputs({"reference_count": 0, "candidate_count": 3})
+    assert not empty_outputs({"reference_count": 2, "candidate_count": 0})
+    assert not empty_outputs({})  # a run that recorded no counts is not known to be empty
+    assert not empty_outputs(None)
 
 
 def test_the_policy_stored_with_a_run_is_read_back() -> None:

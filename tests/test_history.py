@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from matcher.schema import SchemaDiff, SchemaFinding
 from matcher.store import ExpectationRecord, RunOutcome, RunStart, Store, repository
 from matcher.store.records import RUN_VERDICTS
 from parity.cli import main
@@ -213,8 +214,61 @@ def test_history_json(
             "dag_id": None,
             "dag_run_id": None,
             "error": None,
+            "schema": None,
         }
     ]
+
+
+SCHEMA = SchemaDiff(
+    mode="strict",
+    findings=(
+        SchemaFinding(
+            "retyped", "fare", "int", "bigint", True, widening=True, compared_as="bigint"
+        ),
+        SchemaFinding("added", 'tip<script>"', None, "double", True),
+    ),
+)
+SCHEMA_JSON = {
+    "mode": "strict",
+    "divergent": True,
+    "findings": [
+        {
+            "kind": "retyped",
+            "column": "fare",
+            "reference": "int",
+            "candidate": "bigint",
+            "divergent": True,
+            "widening": True,
+            "compared_as": "bigint",
+            "explanation": "column 'fare' changed type int -> bigint (widening; values "
+            "compared as bigint)",
+        },
+        {
+            "kind": "added",
+            "column": 'tip<script>"',
+            "reference": None,
+            "candidate": "double",
+            "divergent": True,
+            "widening": False,
+            "compared_as": None,
+            "explanation": "column 'tip<script>\"' (double) is new in the candidate",
+        },
+    ],
+}
+
+
+def test_history_json_gives_the_schema_findings_as_the_report_does(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Store.open(db_url) as store:
+        store.start_run(RunStart("schema-run", "taxi", started_at=_at(5)))
+        store.record_run("schema-run", RunOutcome("divergent", finished_at=_at(6), schema=SCHEMA))
+
+    assert main(["history", "--json", "--db", db_url]) == 0
+    [entry] = json.loads(capsys.readouterr().out)
+    assert entry["schema"] == SCHEMA_JSON
+    assert main(["report", "schema-run", "--json", "--db", db_url]) == 0
+    assert json.loads(capsys.readouterr().out)["schema"] == SCHEMA_JSON
 
 
 @pytest.mark.parametrize(

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from sqlalchemy import text
 
 from matcher.spec import load_spec
 from matcher.store import RunStart, Store
@@ -261,7 +265,12 @@ def test_a_candidate_diverging_only_where_the_reference_is_noisy_is_noisy(
     assert run.spec == {
         "file": str(job["spec"]),
         "dependence": "by_key(taxi_id)",
-        "gate": {"require": "equivalent", "allow_noisy": False, "expectations": True},
+        "gate": {
+            "require": "equivalent",
+            "allow_noisy": False,
+            "expectations": True,
+            "empty": "fail",
+        },
         "expectations": [],
         "reference_runs": 2,
     }
@@ -363,7 +372,12 @@ def test_pipeline_flags_become_the_run_start(job: dict[str, Any]) -> None:
         spec={
             "file": str(job["spec"]),
             "dependence": "by_key(taxi_id)",
-            "gate": {"require": "equivalent", "allow_noisy": False, "expectations": True},
+            "gate": {
+                "require": "equivalent",
+                "allow_noisy": False,
+                "expectations": True,
+                "empty": "fail",
+            },
             "expectations": [],
             "reference_runs": 2,
         },
@@ -410,3 +424,95 @@ def test_exit_codes(status: str, record_only: bool, code: int) -> None:
     from jobs.match import exit_code
 
     assert exit_code(status, record_only=record_only) == code
+
+
+def test_versions_come_from_the_spec_unless_given(tmp_path: Path, job: dict[str, Any]) -> None:
+    spec = tmp_path / "versioned.yaml"
+    spec.write_text(
+        SPEC
+        + "reference: {application: ref.py, version: 'ref 1.4 <b>'}\n"
+        + "candidate: {application: cand.py, version: cand-1.5}\n"
+    )
+    arguments = ("--reference", str(job["reference"]), "--candidate", str(job["reference"]))
+    result = submit(
+        tmp_path,
+        *arguments,
+        *("--spec", str(spec), "--db", job["db"], "--run-id", "by-hand"),
+        *("--candidate-version", "cand-1.6"),
+    )
+    assert result.returncode == 0, output(result)[-3000:]
+    with Store(job["db"]) as store:
+        run = store.get_run("by-hand")
+    assert run is not None
+    assert (run.status, run.reference_version, run.candidate_version) == (
+        "completed",
+        "ref 1.4 <b>",
+        "cand-1.6",
+    )
+
+
+def test_a_killed_match_job_reads_failed_once_its_lease_expired(
+    tmp_path: Path, job: dict[str, Any]
+) -> None:
+    # kill -9 of spark-submit's whole process group (JVM and Python driver): nothing can mark
+    # the run failed, and it used to stay running forever. With a 2 s lease (beats every
+    # 1/3 s), the run reads failed once the lease has passed, and `parity runs expire` says so.
+    from matcher.store.lease import LEASE_VARIABLE, lease_expired_reason
+    from parity.cli import main as parity
+
+    Store.open(job["db"]).close()
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+    command = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
+    command += [str(ROOT / "jobs" / "match.py"), "--spec", str(job["spec"]), "--db", job["db"]]
+    command += ["--reference", str(job["reference"]), "--candidate", str(job["reference"])]
+    process = subprocess.Popen(
+        [*command, "--run-id", "doomed"],
+        cwd=tmp_path,
+        env={**env, LEASE_VARIABLE: "2"},
+        start_new_session=True,  # its own process group, killed whole as a scheduler does
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        first = _lease_while_running(job["db"], "doomed", process)
+        while _lease_while_running(job["db"], "doomed", process) == first:
+            time.sleep(0.02)  # until the heartbeat renewed the lease
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert process.returncode == -signal.SIGKILL
+    status, lease = _stored(job["db"], "doomed")
+    assert status == "running" and lease is not None
+    while dt.datetime.now(dt.UTC) <= lease:
+        time.sleep(0.05)
+    with Store.open_readonly(job["db"]) as store:
+        run = store.get_run("doomed")
+    assert run is not None
+    assert (run.status, run.verdict, run.error) == ("failed", "error", lease_expired_reason(lease))
+    assert _stored(job["db"], "doomed") == ("running", lease)  # shown failed, not written
+    assert parity(["runs", "expire", "--db", job["db"]]) == 0
+    assert _stored(job["db"], "doomed") == ("failed", None)
+
+
+def _stored(url: str, run_id: str) -> tuple[str, dt.datetime | None] | None:
+    """The run's status and lease as stored (no lease logic); ``None``: no such run yet."""
+    with Store(url) as store, store._engine.connect() as connection:
+        found = connection.execute(
+            text("SELECT status, lease_expires_at FROM runs WHERE run_id = :id"), {"id": run_id}
+        ).first()
+    if found is None:
+        return None
+    lease = None if found[1] is None else dt.datetime.fromisoformat(found[1])
+    return found[0], None if lease is None else lease.replace(tzinfo=dt.UTC)
+
+
+def _lease_while_running(
+    url: str, run_id: str, process: subprocess.Popen[bytes]
+) -> dt.datetime | None:
+    """The run's stored lease, once the job started the run; the job must still be running."""
+    while (found := _stored(url, run_id)) is None:
+        assert process.poll() is None, "the match job ended before it started its run"
+        time.sleep(0.05)
+    assert process.poll() is None, "the match job ended before it could be killed"
+    assert found[0] == "running"
+    return found[1]

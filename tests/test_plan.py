@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 from matcher.errors import SpecError
 from matcher.spec import Spec, parse_spec, parse_yaml
 from parity.plan import (
+    AdhocPolicy,
     RunContext,
     RunPlan,
     effective_spec_text,
@@ -169,7 +172,8 @@ def test_adhoc_params_choose_candidate_window_and_sample(root: Path) -> None:
             "equality": "",
         },
     )
-    made = plan(root, context)
+    builds = AdhocPolicy(application_roots=("/opt/builds",))
+    made = plan_run(spec_at(root), context, root=root, home=root / "home", adhoc=builds)
     run = made.run_dir
     assert made.trigger == "adhoc"
     assert made.candidate_version == "2.0-rc1"
@@ -307,3 +311,117 @@ def test_a_spec_without_applications_cannot_run_as_a_pipeline(root: Path) -> Non
     assert str(info.value) == (
         "dags/validations/nightly.yaml: reference: required by the Airflow pipeline"
     )
+
+
+# --- ad-hoc code: off unless the deployment allows it -------------------------------------
+
+NO_ADHOC = AdhocPolicy()
+
+
+def adhoc_plan(root: Path, policy: AdhocPolicy, text: str = SPEC, **params: Any) -> RunPlan:
+    context = RunContext(
+        dag_id="parity_nightly",
+        dag_run_id="manual__adhoc",
+        params=params,
+        interval_start=dt.datetime(2024, 5, 1, tzinfo=UTC),
+        interval_end=dt.datetime(2024, 5, 2, tzinfo=UTC),
+    )
+    return plan_run(spec_at(root, text), context, root=root, home=root / "home", adhoc=policy)
+
+
+def refusal(root: Path, policy: AdhocPolicy, text: str = SPEC, **params: Any) -> str:
+    with pytest.raises(SpecError) as info:
+        adhoc_plan(root, policy, text, **params)
+    return str(info.value)
+
+
+def test_the_policy_is_the_deployments_environment() -> None:
+    environ = {
+        "PARITY_ADHOC_APPLICATION_ROOTS": f"builds{os.pathsep} /opt/releases ",
+        "PARITY_ADHOC_MODULE_PREFIXES": "team.checks, shared.,",
+    }
+    assert AdhocPolicy.from_environment(environ) == AdhocPolicy(
+        ("builds", "/opt/releases"), ("team.checks", "shared")
+    )
+    assert AdhocPolicy.from_environment({}) == NO_ADHOC
+
+
+def test_the_specs_own_application_needs_no_permission(root: Path) -> None:
+    # The trigger form's default is the spec's application; the same file spelt otherwise.
+    for same in ("jobs/app.py", "./jobs/app.py", str(root / "jobs" / "app.py")):
+        made = adhoc_plan(root, NO_ADHOC, candidate_application=same)
+        assert made.jobs["candidate"].application == str(root / same)
+
+
+def test_another_application_is_refused_when_the_deployment_allows_none(root: Path) -> None:
+    assert refusal(root, NO_ADHOC, candidate_application="/tmp/anything.py") == (
+        "params.candidate_application: ad-hoc applications are disabled in this deployment "
+        "(only the spec's 'jobs/app.py' may run; PARITY_ADHOC_APPLICATION_ROOTS allows others)"
+    )
+
+
+def test_applications_under_an_allowed_root_only(root: Path, tmp_path_factory: Any) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "evil.py").write_text("")
+    builds = root / "builds"
+    builds.mkdir()
+    (builds / "app-2.py").write_text("")
+    (builds / "link.py").symlink_to(outside / "evil.py")  # inside by name, outside in fact
+    policy = AdhocPolicy(application_roots=("builds",))  # relative to the repository
+
+    made = adhoc_plan(root, policy, candidate_application="builds/app-2.py")
+    assert made.jobs["candidate"].application == str(builds / "app-2.py")
+    shown = "is outside the application roots this deployment allows ad-hoc runs (builds)"
+    for path in ("builds/link.py", "builds/../jobs/other.py", str(outside / "evil.py")):
+        assert refusal(root, policy, candidate_application=path) == (
+            f"params.candidate_application: {path!r} {shown}"
+        )
+    assert refusal(root, policy, candidate_application="hdfs://nn/apps/app.py") == (
+        "params.candidate_application: 'hdfs://nn/apps/app.py' is a URL: ad-hoc applications "
+        "are files"
+    )
+
+
+#: a module that leaves a file beside itself when it is imported
+TRAP = """\
+import pathlib
+pathlib.Path(__file__).with_suffix(".ran").touch()
+def f(a, b):
+    return a == b
+"""
+
+
+def test_a_function_override_is_refused_before_its_module_is_imported(root: Path) -> None:
+    validations = root / "dags" / "validations"
+    (validations / "adhoc_trap_module.py").write_text(TRAP)
+    equality = {"function": "adhoc_trap_module:f"}
+
+    assert refusal(root, NO_ADHOC, equality=equality) == (
+        "params.equality.function: ad-hoc functions are disabled in this deployment "
+        "('adhoc_trap_module:f' is not one of the spec's; PARITY_ADHOC_MODULE_PREFIXES "
+        "allows modules)"
+    )
+    assert refusal(root, AdhocPolicy(module_prefixes=("adhoc",)), equality=equality) == (
+        "params.equality.function: module 'adhoc_trap_module' is outside the module prefixes "
+        "this deployment allows ad-hoc runs (adhoc)"
+    )
+    predicate = {"predicate": "adhoc_trap_module:f", "columns": ["taxi_id"]}
+    unsampled = SPEC.replace(" sample: 0.25,", "")  # a sample needs a key; this has none
+    assert refusal(root, NO_ADHOC, unsampled, dependence=predicate).startswith(
+        "params.dependence.predicate: ad-hoc functions are disabled in this deployment"
+    )
+    assert not (validations / "adhoc_trap_module.ran").exists()
+    assert "adhoc_trap_module" not in sys.modules
+
+
+def test_functions_under_an_allowed_prefix_and_the_specs_own_are_used(root: Path) -> None:
+    validations = root / "dags" / "validations"
+    (validations / "adhoc_allowed_eq.py").write_text("def f(a, b):\n    return a == b\n")
+    allowed = AdhocPolicy(module_prefixes=("adhoc_allowed_eq",))
+    made = adhoc_plan(root, allowed, equality={"function": "adhoc_allowed_eq:f"})
+    assert dict(made.overrides) == {"equality": {"function": "adhoc_allowed_eq:f"}}
+    # The spec's own function stays in the effective spec when another section changes.
+    own = SPEC.replace("dependence: {key: [taxi_id]}", "dependence: {key: [taxi_id]}\n"
+                       "equality: {function: 'adhoc_allowed_eq:f'}")  # fmt: skip
+    made = adhoc_plan(root, NO_ADHOC, own, dependence={"key": ["taxi_id", "kind"]})
+    assert dict(made.overrides) == {"dependence": {"key": ["taxi_id", "kind"]}}

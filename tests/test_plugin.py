@@ -467,8 +467,13 @@ BAD_FILTERS = [
     ),
     ({"limit": "0"}, "limit: expected a whole number 1 to 500, got '0'"),
     ({"limit": "501"}, "limit: expected a whole number 1 to 500, got '501'"),
-    ({"offset": "-1"}, "offset: expected a whole number 0 or more, got '-1'"),
+    ({"offset": "-1"}, "offset: expected a whole number 0 to 9223372036854775807, got '-1'"),
     ({"limit": "ten"}, "limit: expected a whole number 1 to 500, got 'ten'"),
+    ({"validation": "a\x00b"}, "validation: contains a NUL byte"),
+    (
+        {"offset": "99999999999999999999999"},
+        "offset: expected a whole number 0 to 9223372036854775807, got '99999999999999999999999'",
+    ),
 ]
 
 
@@ -724,8 +729,11 @@ def test_the_match_task_links_to_its_run_page_inside_the_airflow_ui(client: Any)
     assert [url(t) for t in ("run_candidate", "record", "matchmaker")] == ["", "", ""]
 
 
-def test_a_store_that_is_down_is_a_503_without_its_password(
-    client: Any, viewer: dict[str, str], monkeypatch: pytest.MonkeyPatch
+def test_a_store_that_is_down_is_a_503_logged_but_not_shown(
+    client: Any,
+    viewer: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.syspath_prepend(str(PLUGINS))
     from fastapi.testclient import TestClient
@@ -736,7 +744,11 @@ def test_a_store_that_is_down_is_a_503_without_its_password(
         api = standalone.get("/api/runs", headers=viewer)
         page = standalone.get("/", headers=viewer)
     assert (api.status_code, page.status_code) == (503, 503)
-    detail = api.json()["detail"]
-    assert detail.startswith("the Parity results store is unavailable: ")
-    assert "postgresql+psycopg://parity:***@127.0.0.1:1/parity" in detail
-    assert "s3cret" not in detail + page.text
+    message = "the Parity results store is unavailable (see the log)"
+    assert api.json() == {"detail": message}
+    assert f'<p class="error">{message}</p>' in page.text
+    assert "127.0.0.1" not in page.text
+    logged = [r.getMessage() for r in caplog.records if r.name == "parity_ui.app"]
+    assert len(logged) == 2
+    assert all("postgresql+psycopg://parity:***@127.0.0.1:1/parity" in line for line in logged)
+    assert "s3cret" not in "".join(logged)

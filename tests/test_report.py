@@ -141,6 +141,8 @@ def test_report_document_is_exact(sample: RunRecord) -> None:
         },
         "counts": {"loss": 1, "duplication": 0, "reordering": 0, "corruption": 1},
         "total_divergences": 2,
+        "empty": False,
+        "warnings": [],
         "noise": {
             "summary": "1 of 2 divergences are not explained by noise: corruption of km",
             "reference_runs": 2,
@@ -373,7 +375,7 @@ def test_html_has_no_network_reference(sample: RunRecord) -> None:
     ]
     assert references == [
         "https://airflow.example/dags/x",
-        "/runs/taxi/1/report/data_docs/index.html",
+        "file:///runs/taxi/1/report/data_docs/index.html",  # a path made a file: URL
     ]
     assert not re.search(r"https?://(?!airflow\.example/dags/x\")", page)
     assert "@import" not in page and "url(" not in page
@@ -444,6 +446,8 @@ def test_report_command_json_html_and_summary(
 def test_report_of_an_unknown_run_is_one_line_exit_2(
     sqlite_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    with Store.open(sqlite_url):  # a store exists, without that run (report never creates one)
+        pass
     assert main(["report", "nope", "--db", sqlite_url]) == 2
     assert capsys.readouterr() == ("", f"parity: error: no run 'nope' in {sqlite_url}\n")
 
@@ -466,3 +470,63 @@ def test_a_running_run_without_evidence_renders(sqlite_url: str) -> None:
     assert "taxi running" in text
     assert "No expectation results were recorded for this run." in text
     assert "Finished — Duration —" in text
+
+
+# -- links: safe schemes only ------------------------------------------------------------------
+
+
+def scheme_like_run(sqlite_url: str) -> RunRecord:
+    """A run whose report folder is a relative path that reads as a URL scheme."""
+    outcome = RunOutcome.from_verdict(
+        Verdict(True, reference_count=1, candidate_count=1, matched_count=1),
+        report_path="javascript:alert(1)",
+        expectations=(ExpectationRecord("suite", "candidate", "expect_x", True),),
+    )
+    with Store.open(sqlite_url) as store:
+        store.start_run(RunStart("run-js", "taxi"))
+        store.record_run("run-js", outcome)
+        record = store.get_run("run-js")
+    assert record is not None
+    return record
+
+
+def hrefs(page: str) -> list[str | None]:
+    return [attrs.get("href") for tag, attrs in parse(page).tags if tag == "a"]
+
+
+def test_a_written_page_never_links_a_path_that_reads_as_a_scheme(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scheme_like_run(sqlite_url)
+    monkeypatch.chdir(tmp_path)  # the page beside the report folder: "javascript:alert(1)/..."
+    assert main(["report", "run-js", "--html", "run.html", "--db", sqlite_url]) == 0
+    written = (tmp_path / "run.html").read_text(encoding="utf-8")
+    assert [h for h in hrefs(written) if h and ":" in h.split("/")[0]] == []
+    assert "javascript%3Aalert%281%29/data_docs/index.html" in hrefs(written)
+
+
+def test_a_page_on_standard_output_links_the_path_as_a_path(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scheme_like_run(sqlite_url)
+    assert main(["report", "run-js", "--html", "-", "--db", sqlite_url]) == 0
+    assert hrefs(capsys.readouterr().out) == ["javascript%3Aalert%281%29/data_docs/index.html"]
+
+
+def test_caller_links_of_other_schemes_are_text(sample: RunRecord) -> None:
+    links = {
+        "Airflow": "https://airflow.example/dags/x",
+        "History": "/parity/",
+        "Evil": "javascript:alert(1)",
+        "Shouting": "JavaScript:alert(1)",
+        "Tabbed": "java\tscript:alert(1)",
+        "Padded": " javascript:alert(1)",
+        "Inline": "data:text/html,<script>alert(1)</script>",
+        "data_docs": "vbscript:msgbox(1)",
+    }
+    page = render_report_html(sample, links=links)
+    assert hrefs(page) == ["https://airflow.example/dags/x", "/parity/"]
+    text = "".join(parse(page).text)
+    for shown in ("Evil: javascript:alert(1)", "Tabbed: java\tscript:alert(1)"):
+        assert shown in text
+    assert "Great Expectations Data Docs: vbscript:msgbox(1)" in text

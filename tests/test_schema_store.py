@@ -19,7 +19,7 @@ from matcher.store import RunOutcome, RunStart, Store, upgrade
 from matcher.store.migrate import alembic_config, current_revision
 from matcher.verdict import Divergence, Verdict
 from parity.report import render_report_html, report_document
-from parity.report_cli import summary
+from parity.report_text import render_summary
 
 pytest.register_assert_rewrite("store_fixtures")
 pytest_plugins = ["store_fixtures"]
@@ -86,9 +86,10 @@ def test_the_report_shows_the_findings_escaped(sqlite_url: str) -> None:
     assert f'<td class="value">{escaped}</td>' in page
     assert "the run is divergent by its schema" in page
     assert f'<td class="value">k, {escaped}</td>' in page
-    lines = summary(record).splitlines()
-    assert lines[4:8] == [
+    lines = render_summary(record).splitlines()
+    assert lines[4:9] == [
         "counts: loss 0, duplication 0, reordering 0, corruption 0 (0 total)",
+        "warning: both outputs are empty: there was no output to compare",
         "schema: 3 differences (1 divergent) under schema.mode compatible",
         f"  divergent removed     column {HOSTILE!r} (int) is missing from the candidate",
         "  listed    retyped     column 'v' changed type int -> bigint (widening; values "

@@ -327,6 +327,15 @@ def test_defaults_of_a_minimal_spec(tmp_path: Path) -> None:
         False,
         True,
     )
+    assert spec.gate.empty == "fail"  # two empty outputs prove nothing: no release on them
+
+
+def test_gate_empty_says_whether_two_empty_outputs_pass(tmp_path: Path) -> None:
+    spec = load(tmp_path, "dependence: ordered\ngate: {empty: pass}\n")
+    assert spec.gate.empty == "pass"
+    assert problem(tmp_path, "dependence: ordered\ngate: {empty: maybe}\n") == (
+        "FILE: gate.empty: expected 'pass' or 'fail', got 'maybe'"
+    )
 
 
 def test_parse_spec_from_a_mapping() -> None:

@@ -6,11 +6,14 @@ Every test that takes ``store`` or ``db_url`` runs on both backends (``store_fix
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, make_url, text
 
 from matcher.dependence import by_key
 from matcher.online import compare
@@ -23,8 +26,10 @@ from matcher.store import (
     StoreError,
     UnknownRunError,
     database_url,
+    upgrade,
 )
 from matcher.store import repository as repository_module
+from matcher.store.migrate import current_revision
 from matcher.verdict import Verdict
 
 # store_fixtures is this module's pytest plugin and also its sample data: pytest must get to
@@ -581,3 +586,81 @@ def test_open_uses_database_url(clean_environment: Path, monkeypatch: pytest.Mon
     with Store.open() as store:
         store.start_run(RunStart("r", "taxi"))
     assert (clean_environment / "from-env.db").is_file()
+
+
+# -- readers on a store they cannot write --------------------------------------------------
+
+# Runs argv[2:] with the folder argv[1] read-only: as root (whom chmod does not stop), in a
+# private mount namespace where the folder is a read-only bind mount of itself (gone with the
+# process); otherwise the folder is made 0555 by the test.
+_READ_ONLY_AS_ROOT = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+
+
+def _run_in_read_only_folder(folder: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+    if os.geteuid() == 0:
+        command = ["unshare", "-m", "sh", "-c", _READ_ONLY_AS_ROOT, "-", str(folder), *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=folder.parent)
+
+
+@pytest.mark.slow
+def test_report_and_gate_read_a_store_in_a_read_only_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'parity.db'}"
+    with Store.open(url) as store:
+        store.start_run(start())
+        store.record_run("taxi/run-1", outcome())
+    files = sorted(p.name for p in folder.iterdir())
+    parity = str(Path(sys.executable).parent / "parity")
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+    try:
+        report = _run_in_read_only_folder(folder, [parity, "report", "taxi/run-1", "--db", url])
+        gate = _run_in_read_only_folder(folder, [parity, "gate", "taxi_distance", "--db", url])
+        # The test really is read-only: a writer fails there.
+        write = _run_in_read_only_folder(folder, ["touch", str(folder / "probe")])
+    finally:
+        folder.chmod(0o755)
+    assert write.returncode != 0
+    assert report.returncode == 0, report.stderr
+    assert report.stdout.startswith("run taxi/run-1: taxi_distance, divergent"), report.stdout
+    assert gate.returncode == 1, gate.stderr  # the sample run's gate did not pass
+    assert gate.stdout.startswith("taxi_distance: gate failed: "), gate.stdout
+    assert sorted(p.name for p in folder.iterdir()) == files
+
+
+def test_readers_refuse_a_schema_behind_this_parity(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from parity.cli import main
+
+    upgrade(db_url, revision="0003")
+    shown = Store(db_url).url
+    for command in (["report", "taxi/run-1"], ["gate", "taxi_distance"]):
+        assert main([*command, "--db", db_url]) == 2
+        assert capsys.readouterr().err == (
+            f"parity: error: the results database at {shown} is at revision 0003, this "
+            "Parity needs 0004: run `parity db upgrade`\n"
+        )
+    with Store(db_url) as store, store._engine.connect() as connection:
+        assert current_revision(connection) == "0003"  # the readers did not migrate it
+    assert main(["db", "upgrade", "--db", db_url]) == 0
+    assert capsys.readouterr().out == f"{shown}: at revision 0004\n"
+    assert main(["report", "taxi/run-1", "--db", db_url]) == 2
+    assert capsys.readouterr().err == f"parity: error: no run 'taxi/run-1' in {shown}\n"
+
+
+def test_readers_refuse_a_missing_database(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from parity.cli import main
+
+    shown = Store(db_url).url
+    why = "no such file" if db_url.startswith("sqlite") else "no schema"
+    assert main(["gate", "taxi_distance", "--db", db_url]) == 2
+    assert capsys.readouterr().err == (
+        f"parity: error: there is no Parity results database at {shown} ({why}): run "
+        "`parity db upgrade` to create one\n"
+    )
+    with pytest.raises(StoreError):
+        Store.open_readonly(db_url)
+    if db_url.startswith("sqlite"):
+        assert not Path(make_url(db_url).database or "").exists()  # nothing was created

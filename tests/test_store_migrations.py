@@ -31,14 +31,15 @@ def _tables(engine: Engine) -> set[str]:
 
 def test_one_linear_history_with_importable_file_names() -> None:
     scripts = ScriptDirectory.from_config(alembic_config())
-    assert scripts.get_heads() == ["0003"]
-    assert head_revision() == "0003"
+    assert scripts.get_heads() == ["0004"]
+    assert head_revision() == "0004"
     files = sorted(p.name for p in (MIGRATIONS / "versions").glob("*.py"))
     assert files == [
         "__init__.py",
         "r0001_initial.py",
         "r0002_gate_reason.py",
         "r0003_schema_diff.py",
+        "r0004_run_lease.py",
     ]
     assert all(re.fullmatch(r"[A-Za-z_]\w*\.py", name) for name in files)
 
@@ -49,7 +50,7 @@ def test_migrate_from_empty_creates_every_table(db_url: str, engine: Engine) -> 
         pass
     assert _tables(engine) == TABLES | {"alembic_version"}
     with engine.connect() as connection:
-        assert current_revision(connection) == "0003"
+        assert current_revision(connection) == "0004"
 
 
 def test_migrated_schema_matches_the_models(db_url: str, engine: Engine) -> None:
@@ -171,4 +172,26 @@ def test_concurrent_first_migrations_do_not_collide(
     outputs = [worker.communicate(timeout=120)[0] for worker in workers]
     assert [worker.returncode for worker in workers] == [0, 0, 0], outputs
     with engine.connect() as connection:
-        assert current_revision(connection) == "0003"
+        assert current_revision(connection) == "0004"
+
+
+def test_0004_expires_runs_left_running_by_an_older_parity(db_url: str, engine: Engine) -> None:
+    # Their jobs never renew a lease: killed before the upgrade, they would run forever.
+    upgrade(db_url, revision="0003")
+    with engine.begin() as connection:
+        for run_id, status in (("old/running", "running"), ("old/done", "completed")):
+            connection.execute(
+                text(
+                    "INSERT INTO runs (run_id, validation, trigger, status, started_at) "
+                    "VALUES (:id, 'taxi', 'scheduled', :status, '2026-01-02 03:00:00')"
+                ),
+                {"id": run_id, "status": status},
+            )
+    upgrade(db_url)
+    with Store.open_readonly(db_url) as store:
+        running, done = store.get_run("old/running"), store.get_run("old/done")
+    assert running is not None and done is not None
+    assert (running.status, running.verdict) == ("failed", "error")
+    assert running.error is not None
+    assert running.error.startswith("the job stopped reporting: its lease expired at 20")
+    assert (done.status, done.lease_expires_at) == ("completed", None)

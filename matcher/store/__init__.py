@@ -15,10 +15,12 @@ Alembic and psycopg (an import contract checks it).
 
 from matcher.store.config import database_url
 from matcher.store.errors import StoreError, UnknownRunError
+from matcher.store.lease import Heartbeat, lease_seconds
 from matcher.store.migrate import upgrade
 from matcher.store.records import (
     ColumnStat,
     ExpectationRecord,
+    ExpiredRun,
     RunOutcome,
     RunRecord,
     RunStart,
@@ -30,6 +32,8 @@ from matcher.store.repository import Store
 __all__ = [
     "ColumnStat",
     "ExpectationRecord",
+    "ExpiredRun",
+    "Heartbeat",
     "RunOutcome",
     "RunRecord",
     "RunStart",
@@ -39,5 +43,6 @@ __all__ = [
     "StoredDivergence",
     "UnknownRunError",
     "database_url",
+    "lease_seconds",
     "upgrade",
 ]

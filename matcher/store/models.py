@@ -132,6 +132,8 @@ class Run(Base):
     # How the outputs' schemas differed (matcher.schema.SchemaDiff.to_dict); not "schema",
     # a reserved word in SQL.
     schema_diff: Mapped[Any] = mapped_column(JsonValue, nullable=True)
+    # While running: until when the job's last heartbeat vouches for it (NULL otherwise).
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
 
     __table_args__ = (
         CheckConstraint(_one_of("status", STATUSES), name="status"),

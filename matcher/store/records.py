@@ -274,6 +274,9 @@ class RunSummary:
     #: how the outputs' schemas differed (``None``: not compared, or recorded before 0003);
     #: listed too, so that a run divergent by its schema alone says why in the history
     schema: SchemaDiff | None = field(default=None, kw_only=True)
+    #: while running: until when the job's heartbeat vouches for it (``matcher.store.lease``);
+    #: a running run whose lease expired is read as failed, so this is ``None`` on it
+    lease_expires_at: dt.datetime | None = field(default=None, kw_only=True)
 
     @property
     def duration(self) -> dt.timedelta | None:
@@ -284,6 +287,17 @@ class RunSummary:
         """``True`` when every stored expectation succeeded, ``False`` when one failed,
         ``None`` when the run has no expectation results (none configured, or not run yet)."""
         return None if self.expectations_total == 0 else self.expectations_failed == 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiredRun:
+    """A running run whose lease had expired, as ``Store.expire_runs`` recorded it failed."""
+
+    run_id: str
+    validation: str
+    lease_expired_at: dt.datetime
+    #: the run's ``error`` now (``matcher.store.lease.lease_expired_reason``)
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)

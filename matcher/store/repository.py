@@ -10,7 +10,16 @@ A job's life in the store::
 ``start_run`` (re)creates the run as ``running``; ``record_run`` writes the outcome and all its
 evidence in one transaction; any exception inside ``running`` marks the run ``failed`` and
 deletes its evidence, so a run is either complete or failed, never half-written. Every write
-is keyed by ``run_id``: a retried task (same ``run_id``) replaces its previous attempt.
+is keyed by ``run_id``: a retried task (same ``run_id``) replaces its previous attempt, and
+processes starting the same run at once all succeed, the last one's attempt kept.
+
+A running run holds a lease that its job renews (``heartbeat``, from a
+``matcher.store.lease.Heartbeat`` thread); a job killed outright stops renewing it, and once it
+expired readers show the run as failed, with the reason, without writing; ``expire_runs``
+records that. Readers can open a store they cannot write (``Store.open_readonly``).
+
+On SQLite, write transactions begin ``IMMEDIATE`` and so wait up to the busy timeout for
+another writer (``matcher.store.engine``).
 
 Methods take and return frozen records (``matcher.store.records``), never ORM objects, and
 raise ``StoreError`` (with the URL's password masked) for anything the database refuses.
@@ -19,22 +28,25 @@ raise ``StoreError`` (with the URL's password masked) for anything the database 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from matcher.store import rows
 from matcher.store.config import database_url
-from matcher.store.engine import create_store_engine, is_in_memory
+from matcher.store.engine import WRITE_OPTION, create_store_engine, is_in_memory, sqlite_file
 from matcher.store.errors import StoreError, UnknownRunError, describe, masked
-from matcher.store.migrate import upgrade
+from matcher.store.lease import lease_expired_reason, lease_seconds
+from matcher.store.migrate import current_revision, head_revision, upgrade
 from matcher.store.models import ColumnStatRow, DivergenceRow, ExpectationResultRow, Run
 from matcher.store.records import (
     ExpectationRecord,
+    ExpiredRun,
     RunOutcome,
     RunRecord,
     RunStart,
@@ -53,12 +65,12 @@ class Store:
     reads use ``REPEATABLE READ`` so that a run and its evidence come from one snapshot.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, readonly: bool = False) -> None:
         self._url = url
         self.url = masked(url)
         """The database URL with its password masked: safe to print."""
         try:
-            self._engine = create_store_engine(url)
+            self._engine = create_store_engine(url, readonly=readonly)
         except (ArgumentError, ImportError, ValueError) as exc:
             raise StoreError(f"cannot use database {self.url}: {describe(exc, url)}") from exc
 
@@ -73,6 +85,41 @@ class Store:
                 store.close()
                 raise
         return store
+
+    @classmethod
+    def open_readonly(cls, url: str | None = None) -> Store:
+        """The store at ``database_url(url)`` for reading only: never migrated, never written
+        (a SQLite file is opened read-only), so that a read-only database or folder can be
+        read. Refused, in one line, when the schema is not at this Parity's revision."""
+        store = cls(database_url(url), readonly=True)
+        try:
+            store.check_revision()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def check_revision(self) -> None:
+        """Raise ``StoreError`` unless the schema is at this Parity's newest revision."""
+        head = head_revision()
+        path = sqlite_file(self._url)
+        if path is not None and not path.is_file():
+            raise StoreError(
+                f"there is no Parity results database at {self.url} (no such file): "
+                "run `parity db upgrade` to create one"
+            )
+        with self._snapshot("cannot read the schema revision") as connection:
+            current = current_revision(connection)
+        if current is None:
+            raise StoreError(
+                f"there is no Parity results database at {self.url} (no schema): "
+                "run `parity db upgrade` to create one"
+            )
+        if current != head:
+            raise StoreError(
+                f"the results database at {self.url} is at revision {current}, this Parity "
+                f"needs {head}: run `parity db upgrade`"
+            )
 
     def migrate(self) -> None:
         """Bring the schema to the newest revision (``alembic upgrade head``)."""
@@ -106,17 +153,64 @@ class Store:
     def start_run(self, run: RunStart) -> None:
         """Create the run as ``running``, replacing any previous attempt with this ``run_id``
         (its row and all its evidence, in the same transaction)."""
+        now = utc_now()
         values = {
             **rows.NO_RESULTS,
             **rows.start_values(run),
             "status": "running",
-            "started_at": run.started_at or utc_now(),
+            "started_at": run.started_at or now,
+            "lease_expires_at": now + dt.timedelta(seconds=lease_seconds()),
         }
         with self._transaction(f"cannot start run {run.run_id!r}") as connection:
-            if _update_run(connection, run.run_id, values):
-                _delete_children(connection, run.run_id, *_CHILDREN)
-            else:
-                connection.execute(insert(Run).values(run_id=run.run_id, **values))
+            _upsert_run(connection, run.run_id, values, values)
+            _delete_children(connection, run.run_id, *_CHILDREN)
+
+    def heartbeat(self, run_id: str) -> bool:
+        """Renew the lease of a running run (``matcher.store.lease``); ``False`` when the run
+        is not running: completed, failed (``expire_runs`` too), or never started. A run whose
+        lease lapsed but that no one recorded failed yet is renewed: its job was slow, not
+        dead, and readers show it running again, as ``record_run`` would complete it."""
+        lease = utc_now() + dt.timedelta(seconds=lease_seconds())
+        with self._transaction(f"cannot renew the lease of run {run_id!r}") as connection:
+            renewed = connection.execute(
+                update(Run)
+                .where(Run.run_id == run_id, Run.status == "running")
+                .values(lease_expires_at=lease)
+            )
+            return renewed.rowcount > 0
+
+    def expire_runs(self) -> list[ExpiredRun]:
+        """Record as failed every running run whose lease expired (its job died without a
+        word), with the reason readers already show; the runs it failed, by ``run_id``."""
+        expired: list[ExpiredRun] = []
+        with self._transaction("cannot expire runs") as connection:
+            found = connection.execute(
+                select(Run.run_id, Run.validation, Run.lease_expires_at)
+                .where(rows.lease_expired(utc_now()))
+                .order_by(Run.run_id)
+                .with_for_update()
+            ).all()
+            for run_id, validation, lease in found:
+                assert lease is not None  # selected for having expired
+                reason = lease_expired_reason(lease)
+                _update_run(connection, run_id, rows.failed_values(reason, lease))
+                _delete_children(connection, run_id, *_CHILDREN)
+                expired.append(ExpiredRun(run_id, validation, lease, reason))
+        return expired
+
+    def fail_if_running(self, run_id: str, error: str) -> bool:
+        """Mark the run failed, like ``mark_failed``, only if it is still running: what a
+        job's supervisor does when the job died (``False``: it ended on its own, or never
+        started), so that the job's own outcome or error is never overwritten."""
+        values = rows.failed_values(error, utc_now())
+        with self._transaction(f"cannot mark run {run_id!r} failed") as connection:
+            failed = connection.execute(
+                update(Run).where(Run.run_id == run_id, Run.status == "running").values(values)
+            )
+            if failed.rowcount == 0:
+                return False
+            _delete_children(connection, run_id, *_CHILDREN)
+            return True
 
     def record_run(self, run_id: str, outcome: RunOutcome) -> None:
         """Complete the run: verdict, counts, statistics and evidence, in one transaction.
@@ -176,23 +270,12 @@ class Store:
         with validation ``"(unknown)"``): a task that died early still leaves a trace.
         """
         now = utc_now()
-        values = {
-            **rows.NO_RESULTS,
-            "status": "failed",
-            "verdict": "error",
-            "gate_passed": False,
-            "gate_reason": "the run failed (verdict error)",
-            # PostgreSQL's text cannot hold NUL, and an error may quote a bad row verbatim.
-            "error": error.replace("\x00", "\\x00"),
-            "finished_at": now,
-        }
+        values = rows.failed_values(error, now)
+        run = start or RunStart(run_id, "(unknown)", trigger="unknown")
+        started = {**rows.start_values(run), "started_at": run.started_at or now}
         with self._transaction(f"cannot mark run {run_id!r} failed") as connection:
-            if _update_run(connection, run_id, values):
-                _delete_children(connection, run_id, *_CHILDREN)
-                return
-            run = start or RunStart(run_id, "(unknown)", trigger="unknown")
-            started = {**rows.start_values(run), "started_at": run.started_at or now}
-            connection.execute(insert(Run).values(run_id=run_id, **started, **values))
+            _upsert_run(connection, run_id, {**started, **values}, values)
+            _delete_children(connection, run_id, *_CHILDREN)
 
     @contextmanager
     def running(self, run: RunStart) -> Iterator[None]:
@@ -216,6 +299,7 @@ class Store:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run with its documents and evidence, or ``None`` when there is no such run."""
+        now = utc_now()
         with self._snapshot(f"cannot read run {run_id!r}") as connection:
             run = connection.execute(select(Run.__table__).where(Run.run_id == run_id)).first()
             if run is None:
@@ -235,7 +319,7 @@ class Store:
             document = run._mapping
             expectations = tuple(map(rows.expectation_record, children[ExpectationResultRow]))
             return RunRecord(
-                **rows.summary_fields(document, expectations),
+                **rows.summary_fields(document, now, expectations),
                 spec=document["spec"],
                 stats=document["stats"],
                 noise=document["noise"],
@@ -262,12 +346,13 @@ class Store:
         require_aware("until", until)
         if limit < 0 or offset < 0:
             raise StoreError(f"limit and offset must be >= 0, got {limit} and {offset}")
+        now = utc_now()
         query = rows.select_summaries()
         for column, wanted in (
             (Run.validation, validation),
-            (Run.verdict, verdict),
+            (rows.verdict_as_read(now), verdict),
             (Run.trigger, trigger),
-            (Run.status, status),
+            (rows.status_as_read(now), status),
         ):
             if wanted is not None:
                 query = query.where(column == wanted)
@@ -278,7 +363,7 @@ class Store:
         query = query.order_by(Run.started_at.desc(), Run.run_id.desc())
         with self._snapshot("cannot list runs") as connection:
             found = connection.execute(query.limit(limit).offset(offset)).mappings()
-            return [RunSummary(**rows.summary_fields(row)) for row in found]
+            return [RunSummary(**rows.summary_fields(row, now)) for row in found]
 
     def latest_run(
         self,
@@ -288,6 +373,7 @@ class Store:
     ) -> RunSummary | None:
         """The validation's newest run (of ``candidate_version``, when given): the last to
         finish among completed runs, or the last to start when ``completed_only`` is off."""
+        now = utc_now()
         query = rows.select_summaries().where(Run.validation == validation)
         if candidate_version is not None:
             query = query.where(Run.candidate_version == candidate_version)
@@ -298,7 +384,7 @@ class Store:
         query = query.order_by(Run.run_id.desc()).limit(1)
         with self._snapshot(f"cannot read the latest run of {validation!r}") as connection:
             row = connection.execute(query).mappings().first()
-        return None if row is None else RunSummary(**rows.summary_fields(row))
+        return None if row is None else RunSummary(**rows.summary_fields(row, now))
 
     def validations(self) -> list[str]:
         """Every validation name with at least one run, sorted."""
@@ -312,8 +398,10 @@ class Store:
     def _transaction(self, action: str) -> Iterator[Connection]:
         """One write transaction: committed when the block ends, rolled back if it raises."""
         try:
-            with self._engine.begin() as connection:
-                yield connection
+            with self._engine.connect() as connection:
+                connection.execution_options(**{WRITE_OPTION: True})
+                with connection.begin():
+                    yield connection
         except SQLAlchemyError as exc:
             raise StoreError(f"{action}: {describe(exc, self._url)} ({self.url})") from exc
 
@@ -340,6 +428,24 @@ def _update_run(connection: Connection, run_id: str, values: dict[str, Any]) -> 
     """Update the run's row; ``False`` when there is no such run."""
     result = connection.execute(update(Run).where(Run.run_id == run_id).values(values))
     return result.rowcount > 0
+
+
+def _upsert_run(
+    connection: Connection, run_id: str, values: dict[str, Any], on_conflict: dict[str, Any]
+) -> None:
+    """Insert the run with ``values``, or, when it exists, set ``on_conflict`` on it: in one
+    statement, so that processes creating the same run at once all succeed (the last wins)
+    instead of all but one failing on the primary key."""
+    dialect = connection.dialect.name
+    if dialect not in _UPSERTS:
+        raise StoreError(f"the results store runs on SQLite or PostgreSQL, not {dialect}")
+    statement = _UPSERTS[dialect](Run).values(run_id=run_id, **values)
+    connection.execute(
+        statement.on_conflict_do_update(index_elements=[Run.run_id], set_=on_conflict)
+    )
+
+
+_UPSERTS: dict[str, Callable[..., Any]] = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}
 
 
 def _delete_children(connection: Connection, run_id: str, *tables: type[Any]) -> None:

@@ -7,14 +7,16 @@ into a JSON column.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import ColumnElement, RowMapping, Select, false, func, select
+from sqlalchemy import ColumnElement, RowMapping, Select, and_, case, false, func, select
 
 from matcher.schema import SchemaDiff
 from matcher.serialize import json_safe
+from matcher.store.lease import lease_expired_reason
 from matcher.store.models import ExpectationResultRow, Run
 from matcher.store.records import (
     ColumnStat,
@@ -39,6 +41,7 @@ NO_RESULTS: Mapping[str, Any] = MappingProxyType(
         "noise": None,
         "report_path": None,
         "schema_diff": None,
+        "lease_expires_at": None,
         "total_divergences": 0,
         **dict.fromkeys(KINDS, 0),
     }
@@ -51,6 +54,36 @@ _SUMMARY_COLUMNS: tuple[ColumnElement[Any], ...] = tuple(
 _SUMMARY_FIELDS = tuple(
     c.name for c in _SUMMARY_COLUMNS if c.name not in KINDS and c.name != "schema_diff"
 )
+FAILED_GATE_REASON = "the run failed (verdict error)"
+
+
+def failed_values(error: str, finished_at: dt.datetime) -> Row:
+    """The ``runs`` columns of a failed run: verdict ``error``, gate closed, no results."""
+    return {
+        **NO_RESULTS,
+        "status": "failed",
+        "verdict": "error",
+        "gate_passed": False,
+        "gate_reason": FAILED_GATE_REASON,
+        # PostgreSQL's text cannot hold NUL, and an error may quote a bad row verbatim.
+        "error": error.replace("\x00", "\\x00"),
+        "finished_at": finished_at,
+    }
+
+
+def lease_expired(now: dt.datetime) -> ColumnElement[bool]:
+    """Running runs whose job stopped renewing their lease before ``now``."""
+    return and_(Run.status == "running", Run.lease_expires_at <= now)
+
+
+def status_as_read(now: dt.datetime) -> ColumnElement[Any]:
+    """The status a reader sees: ``failed`` for a running run whose lease expired."""
+    return case((lease_expired(now), "failed"), else_=Run.status)
+
+
+def verdict_as_read(now: dt.datetime) -> ColumnElement[Any]:
+    """The verdict a reader sees: ``error`` for a running run whose lease expired."""
+    return case((lease_expired(now), "error"), else_=Run.verdict)
 
 
 def start_values(run: RunStart) -> Row:
@@ -158,11 +191,23 @@ def select_summaries() -> Select[Any]:
 
 
 def summary_fields(
-    row: RowMapping, expectations: Sequence[ExpectationRecord] | None = None
+    row: RowMapping, now: dt.datetime, expectations: Sequence[ExpectationRecord] | None = None
 ) -> dict[str, Any]:
     """The ``RunSummary`` fields of a ``runs`` row: a ``select_summaries`` row, or a whole
-    ``runs`` row with the run's ``expectations`` (which the expectation counts come from)."""
+    ``runs`` row with the run's ``expectations`` (which the expectation counts come from).
+
+    A running run whose lease expired before ``now`` reads as what ``Store.expire_runs``
+    would make of it, without writing: readers may not be able to write."""
     fields = {name: row[name] for name in _SUMMARY_FIELDS}
+    lease = fields["lease_expires_at"]
+    if fields["status"] == "running" and lease is not None and lease <= now:
+        fields.update(
+            {
+                key: value
+                for key, value in failed_values(lease_expired_reason(lease), lease).items()
+                if key in fields
+            }
+        )
     fields["counts"] = MappingProxyType({k: row[k] for k in KINDS})
     fields["schema"] = schema_record(row["schema_diff"])
     if expectations is None:

@@ -21,6 +21,11 @@ UI's ``_token`` cookie (which the browser sends to the iframe, same origin). No 
 401; an invalid one or a user who may not read DAG runs: 403. A run id holds a ``/``; it
 is percent-encoded in links and matched as a path here.
 
+Every value read from the URL is checked before it is used (``parity_ui.filters``): a bad
+one is a 400 naming it, an unknown run a 404, never a 5xx. A store that is down is a 503
+that does not show the store's URL (it is logged). Data Docs files are served only from
+inside the run's report folder, without following any link (``parity_ui.datadocs``).
+
 The store is ``Store.open(store_url)``: ``PARITY_DB_URL``, ``parity.toml`` or
 ``~/.parity/parity.db`` when no URL is given; it is opened at the first request, so that
 a store that is down does not keep Airflow from loading the plugin.
@@ -28,9 +33,10 @@ a store that is down does not keep Airflow from loading the plugin.
 
 from __future__ import annotations
 
-import mimetypes
+import contextlib
+import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from functools import cache
 from http import HTTPStatus
 from pathlib import Path
@@ -41,7 +47,7 @@ import jinja2
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -49,6 +55,7 @@ from expectations import DATA_DOCS_DIR
 from matcher.store import RunRecord, Store, StoreError
 from parity.gate import gate_status
 from parity.report import DATA_DOCS_LINK, render_report_html, report_document
+from parity_ui.datadocs import open_data_docs_file
 from parity_ui.filters import (
     MAX_TREND_RUNS,
     TRIGGERS,
@@ -58,6 +65,7 @@ from parity_ui.filters import (
     optional_text,
     parse_run_filter,
     parse_trend_runs,
+    path_text,
 )
 from parity_ui.links import MOUNT
 from parity_ui.trends import KINDS, layout_chart, trend_points
@@ -70,6 +78,13 @@ STATIC = {
     "icon.svg": "image/svg+xml",
 }
 _DATA_DOCS = f"/{DATA_DOCS_DIR.replace('_', '-')}/"
+# Data Docs pages come from the run's folder, which the candidate under test can write: they
+# run in a sandbox (an origin of their own, no access to Airflow's cookies or storage).
+_DATA_DOCS_HEADERS = {
+    "Content-Security-Policy": "sandbox allow-scripts allow-popups",
+    "X-Content-Type-Options": "nosniff",
+}
+_log = logging.getLogger(__name__)
 
 
 class _LazyStore:
@@ -85,6 +100,20 @@ class _LazyStore:
             if self._store is None:
                 self._store = Store.open(self._url)
             return self._store
+
+    def close(self) -> None:
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Close the store's connections when the app stops (when it runs on its own; a mounted
+    app has no lifespan of its own, and the server's exit closes them)."""
+    yield
+    app.state.parity_store.close()
 
 
 def _store(request: Request) -> Store:
@@ -103,6 +132,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        lifespan=_lifespan,
     )
     app.state.parity_store = _LazyStore(store_url)
 
@@ -116,7 +146,8 @@ def create_app(store_url: str | None = None) -> FastAPI:
 
     @app.exception_handler(StoreError)
     def store_error(request: Request, exc: StoreError) -> Response:
-        return _error(request, 503, f"the Parity results store is unavailable: {exc}")
+        _log.error("the Parity results store failed: %s", exc)
+        return _error(request, 503, "the Parity results store is unavailable (see the log)")
 
     @app.get("/", response_class=HTMLResponse)
     def history(request: Request, store: StoreDep) -> HTMLResponse:
@@ -178,7 +209,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
         run_id, docs, file = path.partition(_DATA_DOCS)
         record = _get_run(store, run_id)
         if docs:
-            return _data_docs_file(record, file)
+            return _data_docs_file(record, path_text("data docs path", file))
         roots = _roots(request)
         page = render_report_html(record, links=_report_links(record, roots))
         script = Markup('<script src="{}/static/parity.js" defer></script>').format(roots.plugin)
@@ -222,7 +253,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
     @app.get("/api/gate/{validation}")
     def api_gate(request: Request, validation: str, store: StoreDep) -> dict[str, Any]:
         candidate = optional_text(request.query_params, "candidate")
-        return gate_status(store, validation, candidate).to_dict()
+        return gate_status(store, path_text("validation", validation), candidate).to_dict()
 
     @app.get("/static/{name}")
     def static(name: str) -> FileResponse:
@@ -241,7 +272,7 @@ def _roots(request: Request) -> Roots:
 
 
 def _get_run(store: Store, run_id: str) -> RunRecord:
-    record = store.get_run(run_id)
+    record = store.get_run(path_text("run id", run_id))
     if record is None:
         raise HTTPException(404, f"no run {run_id!r} in the results store")
     return record
@@ -258,16 +289,16 @@ def _report_links(record: RunRecord, roots: Roots) -> dict[str, str]:
     return links
 
 
-def _data_docs_file(record: RunRecord, file: str) -> FileResponse:
-    """A file of the run's Data Docs site, never one outside it."""
+def _data_docs_file(record: RunRecord, file: str) -> StreamingResponse:
+    """A file of the run's Data Docs site, never one outside it (``parity_ui.datadocs``)."""
     if record.report_path is None:
         raise HTTPException(404, f"run {record.run_id!r} has no report folder")
-    site = (Path(record.report_path) / DATA_DOCS_DIR).resolve()
-    target = (site / file).resolve()
-    if not target.is_relative_to(site) or not target.is_file():
+    opened = open_data_docs_file(record.report_path, file)
+    if opened is None:
         raise HTTPException(404, f"no Data Docs file {file!r} for run {record.run_id!r}")
-    media_type = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
-    return FileResponse(target, media_type=media_type)
+    return StreamingResponse(
+        opened.chunks(), media_type=opened.media_type, headers=_DATA_DOCS_HEADERS
+    )
 
 
 def _href(path: str, query: Mapping[str, str]) -> str:

@@ -6,7 +6,10 @@ accept.
 
 An empty value means "any" (the form sends ``verdict=`` for "all verdicts"). ``since`` and
 ``until`` are UTC days, both inclusive. A bad value raises ``FilterError`` naming the
-parameter and the value; the app answers 400 with that line.
+parameter and the value; the app answers 400 with that line. Every value is checked here,
+before it reaches the store, so that no query string can make the store fail (a NUL byte,
+which PostgreSQL text cannot hold; a number beyond its 64-bit integers; a day past
+9999-12-31): the viewer gets a 400 naming the parameter, never a 5xx.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 DEFAULT_TREND_RUNS = 30
 MAX_TREND_RUNS = 200
+#: the store's integers are 64-bit; a larger offset is a 400, not a database error
+MAX_OFFSET = 2**63 - 1
 _MAX_NAME = 250
 
 
@@ -50,7 +55,7 @@ class RunFilter:
             "verdict": self.verdict,
             "trigger": self.trigger,
             "since": None if self.since is None else _midnight(self.since),
-            "until": None if self.until is None else _midnight(self.until + dt.timedelta(1)),
+            "until": None if self.until in (None, dt.date.max) else _midnight(self.until + _DAY),
             "limit": self.limit,
             "offset": self.offset,
         }
@@ -90,7 +95,7 @@ def parse_run_filter(params: Mapping[str, str]) -> RunFilter:
         since=since,
         until=until,
         limit=_integer(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT),
-        offset=_integer(params, "offset", 0, 0, None),
+        offset=_integer(params, "offset", 0, 0, MAX_OFFSET),
     )
 
 
@@ -104,13 +109,21 @@ def optional_text(params: Mapping[str, str], name: str) -> str | None:
     return _text(params, name)
 
 
+def path_text(name: str, value: str) -> str:
+    """A value taken from the URL's path (a run id, a validation), if the store can hold it:
+    no NUL byte (PostgreSQL text cannot hold one, so no run has one)."""
+    if "\x00" in value:
+        raise FilterError(f"{name}: contains a NUL byte")
+    return value
+
+
 def _text(params: Mapping[str, str], name: str) -> str | None:
     value = params.get(name)
     if value is None or value == "":
         return None
     if len(value) > _MAX_NAME:
         raise FilterError(f"{name}: longer than {_MAX_NAME} characters")
-    return value
+    return path_text(name, value)
 
 
 def _day(params: Mapping[str, str], name: str) -> dt.date | None:
@@ -123,18 +136,18 @@ def _day(params: Mapping[str, str], name: str) -> dt.date | None:
         raise FilterError(f"{name}: expected a date YYYY-MM-DD, got {value!r}") from None
 
 
-def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int | None) -> int:
+def _integer(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    """ASCII digits only: ``int`` would also take ``1_000``, `` 5`` and other scripts' digits."""
     value = _text(params, name)
     if value is None:
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        number = low - 1
-    if number < low or (high is not None and number > high):
-        bounds = f"{low} to {high}" if high is not None else f"{low} or more"
-        raise FilterError(f"{name}: expected a whole number {bounds}, got {value!r}")
+    number = int(value) if value.isascii() and value.isdigit() else low - 1
+    if not low <= number <= high:
+        raise FilterError(f"{name}: expected a whole number {low} to {high}, got {value!r}")
     return number
+
+
+_DAY = dt.timedelta(days=1)
 
 
 def _midnight(day: dt.date) -> dt.datetime:

@@ -7,7 +7,8 @@ The database comes from, in order: an open connection in ``config.attributes["co
 Concurrent migrators (the parallel tasks of a fresh deployment, each calling ``Store.open()``)
 are serialised: PostgreSQL takes a transaction-scoped advisory lock, SQLite runs every
 migration in one ``BEGIN IMMEDIATE`` transaction; either way the version is read only once the
-lock is held, so the later migrators find the schema at head and do nothing.
+lock is held, so the later migrators find the schema at head and do nothing. A SQLite file is
+put in WAL mode here, before the transaction (the mode is kept in the file).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy import JSON, Connection, Engine, create_engine, event, text
 from sqlalchemy.pool import NullPool
 
 from matcher.store.config import database_url
+from matcher.store.engine import ensure_wal
 from matcher.store.models import Base, UTCDateTime
 
 # Any constant shared by all migrators; "parity" in ASCII.
@@ -66,6 +68,8 @@ def _migration_engine(url: str) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
+        # Once, here, rather than on every store connection: see matcher.store.engine.
+        ensure_wal(dbapi_connection, SQLITE_LOCK_TIMEOUT_SECONDS)
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Connection) -> None:

@@ -1,0 +1,93 @@
+"""Ad-hoc code overrides on real Airflow: a DAG of the real dags folder, triggered with a
+``candidate_application`` that is not the spec's while the deployment allows none, fails in
+its ``plan`` task with one line, before any workspace, Spark job or stored run exists.
+
+The policy's cases (roots, symbolic links, module prefixes) are unit tests in
+``tests/test_plan.py``; this is the one end-to-end check that the DAGs enforce it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+# Before anything that imports Airflow: it sets Airflow's home and configuration.
+from airflow_fixtures import ParityEnv, dag_bag
+
+from matcher.store import Store
+from parity.plan import MODULES_VARIABLE, ROOTS_VARIABLE
+
+pytest_plugins = ("airflow_fixtures",)
+
+pytestmark = [
+    # Airflow's in-process execution API (dag.test) imports starlette.testclient, which
+    # warns that it uses httpx; nothing of ours uses it.
+    pytest.mark.filterwarnings(
+        "ignore:Using `httpx` with `starlette.testclient` is deprecated:UserWarning"
+    ),
+    pytest.mark.slow,
+]
+
+SPEC = """\
+name: adhoc
+reference:
+  application: tests/pipelines/relay.py
+candidate:
+  application: tests/pipelines/relay.py
+input:
+  path: {capture}
+  format: parquet
+  slice: {{column: event_time, start: "2024-05-01T00:00:00Z", window: 1d}}
+output: {{format: parquet}}
+dependence: {{key: [taxi_id]}}
+"""
+
+
+def write_capture(directory: Path) -> Path:
+    directory.mkdir(parents=True)
+    at = dt.datetime(2024, 5, 1, 1, tzinfo=dt.UTC)
+    table = pa.Table.from_pylist([{"event_time": at, "taxi_id": "T1", "km": 1.0}])
+    pq.write_table(table, directory / "part-00000.parquet")
+    return directory
+
+
+def test_an_application_override_is_refused_when_the_deployment_allows_none(
+    parity_env: ParityEnv,
+    tmp_path: Path,
+    airflow_db: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv(ROOTS_VARIABLE, raising=False)
+    monkeypatch.delenv(MODULES_VARIABLE, raising=False)
+    capture = write_capture(tmp_path / "capture")
+    (parity_env.validations / "adhoc.yaml").write_text(SPEC.format(capture=capture))
+    bag = dag_bag()
+    assert bag.import_errors == {}
+    dag: Any = bag.dags["parity_adhoc"]
+    evil = tmp_path / "evil.py"
+    evil.write_text("open(__file__ + '.ran', 'w').close()\n")
+
+    run = dag.test(run_conf={"candidate_application": str(evil)})
+
+    assert str(run.state) == "failed"
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    assert states["plan"] == "failed"
+    assert {states[t] for t in ("slice_input", "run_reference", "run_candidate", "match")} == {
+        "upstream_failed"
+    }
+    assert not (parity_env.home / "runs").exists()
+    assert not Path(f"{evil}.ran").exists()
+    with Store.open(parity_env.db_url) as store:
+        assert store.list_runs() == []
+    out, err = capfd.readouterr()  # the task's log, as dag.test() prints it
+    assert (
+        "params.candidate_application: ad-hoc applications are disabled in this deployment "
+        "(only the spec's 'tests/pipelines/relay.py' may run; PARITY_ADHOC_APPLICATION_ROOTS "
+        "allows others)"
+    ) in out + err
