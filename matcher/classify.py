@@ -63,7 +63,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from matcher.dependence import Dependence
-from matcher.diff import align
+from matcher.diff import align, entry_key
 from matcher.equality import Equality
 from matcher.pools import Entry
 from matcher.verdict import Divergence, Kind
@@ -112,6 +112,7 @@ class Classifier:
         self.equality = equality
         self.lengths = lengths  # the streams' lengths so far (a live view while matching)
         self.similarity_pairs = similarity_pairs  # see MAX_SIMILARITY_PAIRS
+        self.entry_key = entry_key(equality)  # the alignment's candidate pairs (matcher.diff)
 
     def equal_entries(self, x: Entry, y: Entry) -> bool:
         return self.equality.equal(x.event, y.event)
@@ -147,7 +148,7 @@ class Classifier:
         ref, cand = barriers
         if from_end:
             ref, cand = ref[::-1], cand[::-1]
-        ops = align(ref, cand, self.equal_entries)
+        ops = align(ref, cand, self.equal_entries, self.entry_key)
         kept = [(ref[i], cand[j]) for i, j in ops if i is not None and j is not None]
         return kept[::-1] if from_end else kept
 
@@ -238,7 +239,7 @@ class Classifier:
         found: _Pairing,
     ) -> None:
         gap = 0
-        ops = align(ref, cand, self.equal_entries)
+        ops = align(ref, cand, self.equal_entries, self.entry_key)
         next_cand = _next_positions([j for _, j in ops], cand, self.lengths[1])
         next_ref = _next_positions([i for i, _ in ops], ref, self.lengths[0])
         for index, (i, j) in enumerate(ops):

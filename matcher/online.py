@@ -300,7 +300,7 @@ def resynchronise(
     if size < resync_at.get(key, RESYNC_START):
         return [], 0
     reference, candidate = list(ours), list(theirs)
-    ops = align(reference, candidate, classifier.equal_entries)
+    ops = align(reference, candidate, classifier.equal_entries, classifier.entry_key)
     cut = _end_of_last_run(ops, RESYNC_RUN)
     if cut is None:
         resync_at[key] = 2 * size

@@ -33,7 +33,7 @@ from pyspark.sql.types import (
     StructField,
 )
 
-from matcher.diff import align
+from matcher.diff import align, entry_key
 from matcher.equality import Equality
 from matcher.pools import Entry
 from matcher.spark.equality_sql import ident, in_list
@@ -165,7 +165,7 @@ def collect_barriers(
         found[side].append(Entry(pos, event, None))
     entries = (tuple(sorted(found[0], key=_by_pos)), tuple(sorted(found[1], key=_by_pos)))
     ref, cand = entries[0], entries[1]
-    ops = align(ref, cand, lambda x, y: equality.equal(x.event, y.event))
+    ops = align(ref, cand, lambda x, y: equality.equal(x.event, y.event), entry_key(equality))
     pairs = [(i, j) for i, j in ops if i is not None and j is not None]
     start = 0
     while start < min(len(ref), len(cand)) and equality.equal(ref[start].event, cand[start].event):
