@@ -79,7 +79,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         spark = _session()
         from matcher.spark.streams import read_stream
 
-        capture = read_stream(spark, args.capture, format=args.format)
+        # the capture's values as Spark infers them: they are written back, not compared
+        capture = read_stream(spark, args.capture, format=args.format, keep_kinds=False)
         key = [k for k in (args.key or "").split(",") if k]
         chosen = select_slice(capture, args.column, args.start, args.end, args.sample, key)
         kind = args.format or _format_of(args.capture)

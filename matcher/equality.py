@@ -26,6 +26,13 @@ fields), after the column's string normalisation:
   by element; maps and structs (mappings) when every key's values are equal, an absent key
   reading as null (as at the top level); all by these same rules, at every depth.
 
+Both engines apply these rules to the values as read, whatever the two outputs' schemas:
+a column whose two types have no common type is compared as read (``matcher.schema``), so
+``"1"`` in a ``string`` column is not ``1`` in a ``bigint`` one, nor ``Decimal("1.50")``
+in a ``decimal(10,2)`` column ``1.5`` in a ``double`` one; and a JSON column that mixes
+kinds (``1`` in one row, ``"x"`` in another), which Spark's reader infers as ``string``,
+keeps them apart on Spark as on the core (``matcher.spark.kinds``).
+
 **A tolerance** on a column (``|x - y| <= abs`` or ``<= rel * max(|x|, |y|)``, in double
 precision) applies to every number in it, at every depth of its arrays, maps and structs,
 as PySpark's ``assertDataFrameEqual`` applies ``rtol``/``atol``. It only ever makes equal

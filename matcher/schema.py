@@ -27,11 +27,29 @@ with ``p - s`` at least its digits (3, 5, 10, 20: Spark's ``DecimalType.forType`
 widens: not dates to timestamps (the value would depend on the session time zone), not
 nested types (``array<int> -> array<bigint>`` is a retyping that does not widen).
 
-Values are compared on the columns both outputs have (``comparison_plan``), at a common
-type: the wider of the two when one widens to the other, else the tightest lossless one
-(``int`` and ``float`` as ``double``), else, for two numeric types, ``double`` (a rounding
-comparison, but the retyping is divergent under ``compatible`` anyway). Columns whose types
-have no common type (``string`` and ``int``) are not compared: their finding says so.
+Values are compared on every column both outputs have (``comparison_plan``). When the two
+types have a common type, both sides are widened to it first (``widen``, as Spark casts):
+the wider of the two when one widens to the other, else the tightest lossless one (``int``
+and ``float`` as ``double``), else, for integral, float and decimal types, ``double`` or a
+decimal wide enough (``bigint`` and ``double`` as ``double``: a rounding comparison, but the
+retyping is divergent under ``compatible`` anyway). A decimal and a ``float`` or
+``double`` have no common type: the float is the decimal's value only by rounding.
+
+A column whose types have no common type is still compared, under every ``schema.mode``:
+its values as read, by the rules of ``matcher.equality`` (exact equality is same kind and
+value). So values of different kinds never equal each other, null vs null aside
+(``string`` vs ``bigint``: ``"1"`` is not ``1``; ``boolean`` vs ``bigint``: ``true`` is not
+``1``); a decimal never equals a double, unless the column has a tolerance, which compares
+them in double precision; arrays, maps and structs are compared element by element, key
+by key and field by field (``array<int>`` vs ``array<bigint>``: ``[1]`` is ``[1]``; a
+struct field one side lacks reads as null). The Spark engine says the same in SQL
+(``matcher.spark.conform``). A column the dependence reads must have a common type: else
+the comparison is an error (exit 2), since events could not be keyed alike.
+
+Worked examples (``schema: {mode: ignore}``, so only values count): ``v`` is
+``decimal(10,2)`` holding 1.50 in the reference and ``double`` holding 1.5 in the
+candidate: a corruption, equal under ``tolerance: {v: {abs: 1e-9}}``; ``s`` is ``string``
+holding "1" and ``bigint`` holding 1: a corruption; both null: equal.
 """
 
 from __future__ import annotations
@@ -87,8 +105,8 @@ class SchemaFinding:
     """One schema difference. ``reference``/``candidate`` hold the column's type
     (``retyped``, and the one side of ``added``/``removed``), ``nullable``/``not null``
     (``nullability``) or the shared columns in each side's order (``order``).
-    ``compared_as`` is the type a retyped column's values were compared at (``None``: not
-    compared)."""
+    ``compared_as`` is the type a retyped column's values were compared at (``None``: no
+    common type, compared as read)."""
 
     kind: FindingKind
     column: str | None
@@ -122,7 +140,9 @@ class SchemaFinding:
             )
         how = "widening" if self.widening else "not widening"
         compared = (
-            f"values compared as {self.compared_as}" if self.compared_as else "values not compared"
+            f"values compared as {self.compared_as}"
+            if self.compared_as
+            else "values compared as read"
         )
         return (
             f"column {name} changed type {self.reference} -> {self.candidate} ({how}; {compared})"
@@ -197,12 +217,13 @@ class SchemaDiff:
 @dataclass(frozen=True, slots=True)
 class Compared:
     """A column whose values are compared: each side's type and the type both are compared
-    at (``widen`` turns a side's value into it)."""
+    at (``widen`` turns a side's value into it), ``None`` when they have no common type:
+    the values are compared as read."""
 
     name: str
     reference: str
     candidate: str
-    type: str
+    type: str | None
 
 
 def decimal_of(type_: str) -> tuple[int, int] | None:
@@ -229,7 +250,15 @@ def widens(narrow: str, wide: str) -> bool:
 
 
 def _numeric(type_: str) -> bool:
-    return type_ in ("float", "double") or decimal_of(type_) is not None
+    return _floating(type_) or decimal_of(type_) is not None
+
+
+def _floating(type_: str) -> bool:
+    return type_ in ("float", "double")
+
+
+def _is_decimal(type_: str) -> bool:
+    return _DECIMAL.match(type_) is not None
 
 
 def common_type(a: str, b: str) -> str | None:
@@ -241,6 +270,8 @@ def common_type(a: str, b: str) -> str | None:
         return b
     if not (_numeric(a) and _numeric(b)):
         return None
+    if _floating(a) != _floating(b) and (_is_decimal(a) or _is_decimal(b)):
+        return None  # a decimal and a float: never equal exactly, so no common type
     if widens(a, "double") and widens(b, "double"):
         return "double"
     x, y = decimal_of(a), decimal_of(b)
@@ -265,17 +296,14 @@ def widen(value: Any, type_: str) -> Any:
 
 
 def comparison_plan(reference: Schema, candidate: Schema) -> tuple[Compared, ...]:
-    """The columns compared, in the reference's order: in both, with a common type."""
+    """The columns compared, in the reference's order: every column both have, at their
+    common type when there is one."""
     other = {f.name: f for f in candidate.fields}
-    plan = []
-    for f in reference.fields:
-        g = other.get(f.name)
-        if g is None:
-            continue
-        common = common_type(f.type, g.type)
-        if common is not None:
-            plan.append(Compared(f.name, f.type, g.type, common))
-    return tuple(plan)
+    return tuple(
+        Compared(f.name, f.type, g.type, common_type(f.type, g.type))
+        for f in reference.fields
+        if (g := other.get(f.name)) is not None
+    )
 
 
 def diff_schemas(
@@ -349,10 +377,12 @@ def project(
     """The function that turns one side's event into the compared columns, widened, or
     ``None`` when the events need no change (the same columns in the same order, no
     widening: the common case costs nothing per event)."""
-    widened = [(c.name, c.type) for c in plan if (c.reference, c.candidate)[side] != c.type]
-    if not widened and tuple(c.name for c in plan) == tuple(names):
+    types: dict[str, str] = {}
+    for c in plan:  # a column without a common type is compared as read
+        if c.type is not None and (c.reference, c.candidate)[side] != c.type:
+            types[c.name] = c.type
+    if not types and tuple(c.name for c in plan) == tuple(names):
         return None
-    types = dict(widened)
     columns = [c.name for c in plan]
 
     def projected(event: Mapping[str, Any]) -> dict[str, Any]:

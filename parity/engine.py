@@ -7,9 +7,10 @@ Python workers run this interpreter, so that they can import ``matcher``.
 Both callers also share how a failure becomes an exit code. Exit 1 means *divergent* and
 nothing else, so every exception ends in exit 2 with one line on stderr: Parity's own
 errors and Spark's as they are; ``known_failure`` names the foreign ones a user can act on
-(a spec's function that raised, a value nested too deeply, text that is not UTF-8); the
-rest is a bug, reported as an internal error whose traceback ``save_traceback`` writes to
-a file named in that line (a traceback on stderr would bury the one line that matters).
+(a spec's function that raised, a value nested too deeply, text that is not UTF-8, a
+Parquet file that names a column twice); the rest is a bug, reported as an internal error
+whose traceback ``save_traceback`` writes to a file named in that line (a traceback on
+stderr would bury the one line that matters).
 """
 
 from __future__ import annotations
@@ -157,6 +158,9 @@ def known_failure(
     raised inside one of them (in this process, or in a Spark worker's traceback)."""
     if isinstance(exc, ParityError):
         return exc
+    duplicate = _duplicate_field(exc)
+    if duplicate is not None:
+        return duplicate
     if is_spark_error(exc):
         return InputError(first_line(exc))
     if isinstance(exc, RecursionError):
@@ -179,6 +183,15 @@ def known_failure(
     if isinstance(exc, UnicodeError):
         return InputError(f"text that is not UTF-8 cannot be handled: {exc}")
     return None
+
+
+def _duplicate_field(exc: BaseException) -> InputError | None:
+    """A Spark job that failed on a Parquet file naming a column twice: the core's error."""
+    if type(exc).__name__ not in ("Py4JJavaError", "SparkRuntimeException", "SparkException"):
+        return None
+    from matcher.spark.columns import duplicate_field_error
+
+    return duplicate_field_error(str(exc))
 
 
 def _user_function(exc: BaseException, functions: Mapping[str, Callable[..., Any]]) -> str | None:

@@ -27,11 +27,12 @@ are compared as read.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matcher.columns import Group, check_groups, join, name_problem
 from matcher.errors import InputError
 from matcher.schema import (
     Field,
@@ -43,7 +44,14 @@ from matcher.schema import (
     project,
 )
 from matcher.spec import Spec
-from parity.readers import _csv_records, _json_objects, _one_line, _parquet_file, data_files
+from parity.readers import (
+    _csv_records,
+    _json_objects,
+    _one_line,
+    _parquet_file,
+    data_files,
+    json_name_error,
+)
 
 #: the key-value metadata in which Spark's Parquet writer keeps its own schema
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
@@ -62,7 +70,8 @@ def read_schema(path: str | Path, format: str | None = None) -> Schema | None:
     if kind == "parquet":
         return _parquet_schema(first)
     if kind == "csv":
-        for _, header in _csv_records(first):
+        for number, header in _csv_records(first):
+            check_groups(f"{first}: line {number}", "header", [("", header)])
             return Schema(tuple(Field(name, "string") for name in header))
         return None
     inferred: dict[str, Inferred] = {}
@@ -72,6 +81,9 @@ def read_schema(path: str | Path, format: str | None = None) -> Schema | None:
                 inferred[name] = merge(inferred.get(name, _NULL), json_type(value))
     if not inferred:
         return None
+    problem = name_problem(_inferred_groups("", inferred.items()))
+    if problem is not None:  # names that differ only in case: find the line that says so
+        raise json_name_error([file for file, _ in files]) or problem.error(str(path), "objects")
     return Schema(tuple(Field(name, render(inferred[name])) for name in sorted(inferred)))
 
 
@@ -94,8 +106,8 @@ class SchemaPlan:
 
 def schema_plan(spec: Spec, reference: str, candidate: str) -> SchemaPlan:
     """Read both outputs' schemas and diff them under ``spec.schema.mode``; a column the
-    spec's dependence or equality reads must be compared (not one whose type changed beyond
-    comparison, such as ``string`` to ``bigint``)."""
+    spec's dependence reads must have a common type (not ``string`` to ``bigint``): the
+    other columns without one are compared as read (``matcher.schema``)."""
     ref = read_schema(reference, spec.output.format)
     cand = read_schema(candidate, spec.output.format)
     if ref is None or cand is None:  # an empty output: nothing to compare the other with
@@ -103,10 +115,9 @@ def schema_plan(spec: Spec, reference: str, candidate: str) -> SchemaPlan:
     ignored = spec.equality.ignore
     diff = diff_schemas(ref, cand, spec.schema.mode, ignored)
     plan = comparison_plan(ref, cand)
-    compared = {c.name for c in plan}
     for key, column in spec.referenced_columns():
         a, b = ref.field(column), cand.field(column)
-        if key != "equality.ignore" and a and b and column not in compared:
+        if key.startswith("dependence.") and a and b and common_type(a.type, b.type) is None:
             raise InputError(
                 f"{key} needs column {column!r}, whose values cannot be compared: "
                 f"{a.type} in the reference, {b.type} in the candidate"
@@ -238,6 +249,21 @@ def merge(a: Inferred, b: Inferred) -> Inferred:
             fields[name] = merge(fields.get(name, _NULL), type_)
         return ("struct", tuple(sorted(fields.items())))
     return "string"
+
+
+def _inferred_groups(path: str, fields: Iterable[tuple[str, Inferred]]) -> Iterator[Group]:
+    """The places of an inferred struct's fields (``matcher.columns``)."""
+    fields = list(fields)
+    yield path, [name for name, _ in fields]
+    for name, type_ in fields:
+        yield from _inferred_type_groups(join(path, name), type_)
+
+
+def _inferred_type_groups(path: str, type_: Inferred) -> Iterator[Group]:
+    if isinstance(type_, tuple) and type_[0] == "struct":
+        yield from _inferred_groups(path, type_[1])
+    elif isinstance(type_, tuple) and type_[0] == "array":
+        yield from _inferred_type_groups(path + "[]", type_[1])
 
 
 def _numeric(type_: str) -> bool:

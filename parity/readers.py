@@ -20,6 +20,12 @@ its data files in name order (Spark's part numbers), skipping ``_SUCCESS``, ``.c
 hidden files; a subdirectory other than ``_temporary``-like ones is refused, because a
 partitioned output keeps column values in directory names that rows lack.
 
+Column names may not repeat, nor differ only in case (``matcher.columns`` says why): a CSV
+header or a Parquet file's schema that breaks either rule is an error, and so is a JSON
+object that names a key twice, at any depth. JSON names that differ only in case, in one
+object or across objects, are found by the schema's inference, which reads every object
+(``parity.output_schema``; ``json_name_error`` then finds the line).
+
 Every problem is an ``InputError`` of one line naming the file (and line, where there is
 one): the CLI prints it as is.
 """
@@ -35,6 +41,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from matcher.columns import (
+    NameProblem,
+    RepeatedKeyError,
+    check_arrow_schema,
+    check_groups,
+    decode_checked,
+    decode_plain,
+    json_groups,
+    json_problem,
+    name_problem,
+    vouches_unique,
+)
 from matcher.errors import InputError
 
 FORMATS = ("parquet", "json", "jsonl", "csv")
@@ -181,21 +199,57 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _json_objects(path: Path) -> Iterator[tuple[int, Event]]:
+    """The file's objects with their lines; an object that names a key twice, at any depth,
+    is an error (``json.loads`` would keep the last value). A line is decoded without the
+    check when ``vouches_unique`` proves it needless; from the first line it cannot vouch
+    for (nested objects), the rest of the file is decoded with it."""
+    decode = decode_plain
     for number, text in _lines(path):
         text = text.rstrip("\r\n")
         if not text.strip():
             continue
         try:
-            value = json.loads(text)
+            value = decode(text)
+            if decode is decode_plain and not vouches_unique(text, value):
+                decode = decode_checked
+                value = decode(text)
+        except RepeatedKeyError as exc:
+            raise _repeated_key_error(path, number, text) from exc
         except json.JSONDecodeError as exc:
-            raise InputError(
-                f"{path}: line {number}: malformed JSON: {exc.msg} (column {exc.pos + 1})"
-            ) from exc
+            raise _malformed(path, number, text, exc) from exc
         if not isinstance(value, dict):
             raise InputError(
                 f"{path}: line {number}: expected a JSON object, got {type(value).__name__}"
             )
         yield number, value
+
+
+def _malformed(path: Path, number: int, text: str, exc: json.JSONDecodeError) -> InputError:
+    message = exc.msg
+    if text.startswith("\ufeff"):  # as json.loads says it
+        message = "Unexpected UTF-8 BOM (decode using utf-8-sig)"
+    return InputError(f"{path}: line {number}: malformed JSON: {message} (column {exc.pos + 1})")
+
+
+def _repeated_key_error(path: Path, number: int, text: str) -> InputError:
+    try:
+        problem = name_problem(json_groups(text))
+    except json.JSONDecodeError as exc:  # malformed after the repeat: the first error stands
+        return _malformed(path, number, text, exc)
+    paths = problem.paths if problem is not None else ()
+    return NameProblem(paths, repeated=True).error(f"{path}: line {number}", "object")
+
+
+def json_name_error(files: Iterable[Path]) -> InputError | None:
+    """The error for the first line of the JSON lines ``files`` whose names break a rule
+    of ``matcher.columns`` (names that differ only in case, in one object or from an
+    earlier one), if any: the whole output is read, so only once a check found a problem."""
+    lines = ((f"{file}: line {number}", text) for file in files for number, text in _lines(file))
+    found = json_problem(lines)
+    if found is None:
+        return None
+    where, problem = found
+    return problem.error(where, "object")
 
 
 def _csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
@@ -222,9 +276,7 @@ def _csv_events(path: Path) -> Iterator[Event]:
     if first is None:
         return
     number, names = first
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise InputError(f"{path}: line {number}: duplicate columns in the header: {duplicates}")
+    check_groups(f"{path}: line {number}", "header", [("", names)])
     for number, row in records:
         if len(row) != len(names):
             raise InputError(
@@ -241,11 +293,21 @@ def _parquet_file(path: Path) -> Any:
     except ImportError as exc:  # pyarrow is a dependency; this guards a partial install
         raise InputError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from exc
     try:
-        return pq.ParquetFile(path)
+        parquet = pq.ParquetFile(path)
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such file or directory") from exc
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise InputError(f"{path}: not a readable Parquet file: {_one_line(exc)}") from exc
+    try:
+        schema = parquet.schema_arrow
+    except Exception:  # pyarrow's errors vary by version: the caller's own read says it
+        return parquet
+    try:  # a row as a dict would keep one value of a name given twice
+        check_arrow_schema(str(path), schema)
+    except InputError:
+        parquet.close()
+        raise
+    return parquet
 
 
 def _parquet_events(path: Path) -> Iterator[Event]:

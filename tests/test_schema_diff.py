@@ -99,7 +99,7 @@ def test_compatible_makes_narrowing_and_incomparable_retypings_divergent() -> No
         SchemaFinding("retyped", "n", "array<int>", "array<bigint>", True, False, None),
     )
     assert diff.findings[1].explain() == (
-        "column 's' changed type string -> bigint (not widening; values not compared)"
+        "column 's' changed type string -> bigint (not widening; values compared as read)"
     )
 
 
@@ -190,6 +190,10 @@ def test_not_widenings(a: str, b: str) -> None:
         ("boolean", "bigint", None),
         ("array<int>", "array<bigint>", None),
         ("date", "timestamp", None),
+        # a decimal and a float: the float is the decimal's value only by rounding
+        ("decimal(10,2)", "double", None),
+        ("float", "decimal(5,2)", None),
+        ("bigint", "decimal(10,2)", "decimal(22,2)"),
     ],
 )
 def test_the_type_values_are_compared_at(a: str, b: str, common: str | None) -> None:
@@ -214,12 +218,13 @@ def test_the_comparison_plan_and_projection() -> None:
     assert plan == (
         Compared("k", "bigint", "bigint", "bigint"),
         Compared("a", "int", "float", "double"),
+        Compared("s", "string", "bigint", None),  # no common type: compared as read
     )
     to_reference = project(plan, 0, reference.names)
     to_candidate = project(plan, 1, candidate.names)
     assert to_reference is not None and to_candidate is not None
-    assert to_reference({"k": 1, "a": 2, "s": "x", "gone": 0}) == {"k": 1, "a": 2.0}
-    assert to_candidate({"s": 5, "a": 2.5, "k": 1, "new": 0}) == {"k": 1, "a": 2.5}
+    assert to_reference({"k": 1, "a": 2, "s": "x", "gone": 0}) == {"k": 1, "a": 2.0, "s": "x"}
+    assert to_candidate({"s": 5, "a": 2.5, "k": 1, "new": 0}) == {"k": 1, "a": 2.5, "s": 5}
     # the same columns in the same order, nothing widened: events pass as they are
     assert project(comparison_plan(reference, reference), 0, reference.names) is None
 
@@ -240,7 +245,7 @@ def test_findings_escape_control_characters_in_names_and_types() -> None:
     (finding,) = diff_schemas(reference, candidate).findings
     assert finding.explain() == (
         "column 'a\\nb' changed type struct<x\\ty:int> -> struct<x\\ty:bigint> "
-        "(not widening; values not compared)"
+        "(not widening; values compared as read)"
     )
 
 

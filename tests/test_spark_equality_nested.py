@@ -1,4 +1,4 @@
-"""Equality of nested values on Spark (issue 10, items 2, 3, 4 and 8): the SQL of
+"""Equality of nested values on Spark (issue 10, items 2, 3, 4, 5 and 8): the SQL of
 ``matcher.spark.equality_sql`` against the core's ``Equality`` on the same Python values,
 then the Spark matcher against the core matcher on streams with arrays, maps and structs.
 
@@ -14,13 +14,14 @@ then the Spark matcher against the core matcher on streams with arrays, maps and
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
@@ -41,8 +42,12 @@ from pyspark.sql.types import (
 from matcher import Equality, Tolerance, compare
 from matcher.dependence import by_key, ordered, unordered
 from matcher.spark import SparkComparison, compare_dataframes
+from matcher.spark.conform import conformed
 from matcher.spark.equality_sql import is_nan, key_value, pair_equal
 from matcher.spark.events import arrow_events
+from matcher.spec import Spec, load_spec
+from parity.cli import _compare_on_core
+from parity.engine import compare_on_spark
 from tests.test_spark_differential import streams, summary
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
@@ -374,3 +379,206 @@ def test_a_nested_tolerance_of_a_chain_is_said_in_sql(spark: SparkSession) -> No
         assert comparison.route(comparison.streams()).path == path
     comparison = SparkComparison(ref, cand, unordered(), tolerant)
     assert comparison.route(comparison.streams()).path == "per-partition"
+
+
+# ---------------------------------------------------------------------------------------------
+# Types that differ (issue 10, items 5 and 8): each side's value made one type
+# (``matcher.spark.conform``), then the SQL against the core on the values as read
+
+
+def test_a_decimal_and_a_double_are_a_tagged_pair() -> None:
+    pair = conformed("`v`", "`v`", DecimalType(10, 2), DoubleType())
+    assert pair.reference == (
+        "(CASE WHEN `v` IS NULL THEN NULL ELSE named_struct('__p_ref', `v`,"
+        " '__p_cand', CAST(NULL AS double)) END)"
+    )
+    assert pair.candidate == (
+        "(CASE WHEN `v` IS NULL THEN NULL ELSE named_struct('__p_ref',"
+        " CAST(NULL AS decimal(10,2)), '__p_cand', `v`) END)"
+    )
+    assert pair.dtype.simpleString() == "struct<__p_ref:decimal(10,2),__p_cand:double>"
+    assert pair.exact is True
+    widened = conformed("`a`", "`a`", ArrayType(IntegerType()), ArrayType(LongType()))
+    assert (widened.reference, widened.candidate) == (
+        "transform(`a`, __p_e0 -> CAST(__p_e0 AS bigint))",
+        "`a`",
+    )
+    # the core reads a struct and a map alike (mappings): only its rule can compare them
+    mixed = conformed("`m`", "`m`", STRUCT, MapType(StringType(), DoubleType()))
+    assert mixed.exact is False
+
+
+CROSS_CASES: dict[str, tuple[DataType, DataType, list[Any], list[Any]]] = {
+    "decimal vs double": (
+        DecimalType(10, 2),
+        DoubleType(),
+        [None, Decimal("1.50"), Decimal("2.25")],
+        [None, 1.5, 1.6, NAN],
+    ),
+    "array<decimal> vs array<double>": (
+        ArrayType(DecimalType(10, 2)),
+        ArrayType(DoubleType()),
+        [None, [], [Decimal("1.50")], [None], [Decimal("1.50"), None]],
+        [None, [], [1.5], [1.6], [None], [NAN]],
+    ),
+    "struct<x:decimal> vs struct<x:double,y:bigint>": (
+        StructType([StructField("x", DecimalType(10, 2))]),
+        StructType([StructField("x", DoubleType()), StructField("y", LongType())]),
+        [None, {"x": Decimal("1.50")}, {"x": None}],
+        [None, {"x": 1.5, "y": None}, {"x": 1.5, "y": 1}, {"x": None, "y": None}],
+    ),
+    "string vs bigint": (StringType(), LongType(), [None, "1", "x"], [None, 1, 2]),
+    "boolean vs bigint": (BooleanType(), LongType(), [None, True, False], [None, 1, 0]),
+    "array<int> vs array<bigint>": (
+        ArrayType(IntegerType()),
+        ArrayType(LongType()),
+        [None, [], [1], [None], [1, 2]],
+        [None, [], [1], [2], [None], [1, 2]],
+    ),
+    "map<string,int> vs map<string,double>": (
+        MapType(StringType(), IntegerType()),
+        MapType(StringType(), DoubleType()),
+        [None, {}, {"x": 1}, {"x": None}],
+        [None, {}, {"x": 1.0}, {"x": 1.2}, {"y": None}],
+    ),
+    "array<string> vs array<bigint>": (
+        ArrayType(StringType()),
+        ArrayType(LongType()),
+        [None, [], ["1"], [None]],
+        [None, [], [1], [None]],
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def evaluated_across(spark: SparkSession) -> dict[str, list[dict[str, Any]]]:
+    """Per pair of types, every pair of a reference's and a candidate's value as Spark sees
+    them, with the SQL's verdicts on the values made one type."""
+    out = {}
+    for name, (ta, tb, values_a, values_b) in CROSS_CASES.items():
+        schema = StructType([StructField("a", ta), StructField("b", tb)])
+        df = spark.createDataFrame([(a, b) for a in values_a for b in values_b], schema)
+        pair = conformed("a", "b", ta, tb)
+        assert pair.exact
+        both = df.selectExpr("a", "b", f"{pair.reference} AS ca", f"{pair.candidate} AS cb")
+        field = StructField("x", pair.dtype)
+        columns = ["a", "b"]
+        for label, equality in EQUALITIES.items():
+            columns.append(f"{pair_equal('ca', 'cb', field, equality)} AS {label}")
+        columns += [f"{key_value('ca', pair.dtype)} AS ka", f"{key_value('cb', pair.dtype)} AS kb"]
+        table = both.selectExpr(*columns).toArrow()
+        values_seen = arrow_events(table, ["a", "b"])
+        flags = table.select([*EQUALITIES, "ka", "kb"]).to_pylist()
+        out[name] = [{**seen, **flag} for seen, flag in zip(values_seen, flags, strict=True)]
+    return out
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("equality", list(EQUALITIES))
+@pytest.mark.parametrize("case", list(CROSS_CASES))
+def test_values_of_types_that_differ_compare_in_sql_as_on_the_core(
+    evaluated_across: dict[str, list[dict[str, Any]]], case: str, equality: str
+) -> None:
+    eq = EQUALITIES[equality]
+    for row in evaluated_across[case]:
+        a, b = row["a"], row["b"]
+        assert row[equality] is eq.equal({"x": a}, {"x": b}), (a, b)
+        if equality == "exact":
+            assert (row["ka"] == row["kb"]) is row["exact"], (a, b)
+
+
+@pytest.mark.spark
+def test_the_cross_cases_hold_what_they_should(
+    evaluated_across: dict[str, list[dict[str, Any]]],
+) -> None:
+    """Some pairs of different types are equal exactly (a widened element, a struct
+    field one side lacks), some only within a tolerance (a decimal and a double)."""
+    rows = evaluated_across["array<int> vs array<bigint>"]
+    assert any(r["exact"] and r["a"] for r in rows)
+    rows = evaluated_across["decimal vs double"]
+    assert any(r["abs"] and not r["exact"] for r in rows)
+    rows = evaluated_across["struct<x:decimal> vs struct<x:double,y:bigint>"]
+    assert any(r["exact"] and r["a"] is not None for r in rows)  # {"x": None} vs all nulls
+
+
+DECIMALS = st.sampled_from([None, Decimal("1.50"), Decimal("2.25"), Decimal("0.10")])
+DECIMAL_EVENTS = st.fixed_dictionaries(
+    {
+        "k": st.sampled_from([1, 2, 3]),
+        "v": DECIMALS,
+        "a": st.none() | st.lists(DECIMALS, max_size=2),
+    }
+)
+DECIMAL_EQUALITIES = st.sampled_from(
+    [Equality(), Equality(tolerance={"v": Tolerance(abs=0.01), "a": Tolerance(rel=1e-6)})]
+)
+
+
+def _as_double(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_as_double(v) for v in value]
+    return None if value is None else float(value)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@settings(EXAMPLES, max_examples=5)
+@given(data=st.data(), equality=DECIMAL_EQUALITIES, form=st.sampled_from(list(FORMS)))
+def test_decimals_against_doubles_agree_with_the_core(
+    spark: SparkSession, data: st.DataObject, equality: Equality, form: str
+) -> None:
+    """The reference writes decimal(10,2), the candidate double: never equal exactly,
+    equal within a tolerance when the values are."""
+    dependence = FORMS[form]()
+    pair = data.draw(streams(DECIMAL_EVENTS, dependence))
+    # the columns in the frames' order, so that witnesses list differing columns alike
+    reference = [{"k": e["k"], "v": e["v"], "a": e["a"]} for e in pair[0]]
+    candidate = [{"k": e["k"], "v": _as_double(e["v"]), "a": _as_double(e["a"])} for e in pair[1]]
+    expected = compare(reference, candidate, dependence, equality)
+    rows = [
+        [(e["k"], e["v"], e["a"], pos) for pos, e in enumerate(side)]
+        for side in (reference, candidate)
+    ]
+    ref = spark.createDataFrame(
+        rows[0], "k long, v decimal(10,2), a array<decimal(10,2)>, __pos long"
+    )
+    cand = spark.createDataFrame(rows[1], "k long, v double, a array<double>, __pos long")
+    got = compare_dataframes(ref, cand, dependence, equality, schema_mode="ignore")
+    assert summary(got) == summary(expected)
+
+
+MIXED_KINDS = st.sampled_from(
+    [None, 1, "1", 1.0, 2.5, "x", True, [1, "1"], ["1"], {"a": 1}, {"a": "1"}]
+)
+JSON_EVENTS = st.fixed_dictionaries({"k": st.sampled_from([1, 2, 3]), "v": MIXED_KINDS})
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@settings(EXAMPLES, max_examples=4)
+@given(data=st.data(), form=st.sampled_from(["{key: [k]}", "unordered", "ordered"]))
+def test_json_values_of_mixed_kinds_agree_with_the_core(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, form: str
+) -> None:
+    """JSON lines whose ``v`` mixes kinds (at the top and inside arrays and objects),
+    through both engines' readers: ``parity compare``'s core and Spark paths."""
+    spec = load_spec_text(tmp_path_factory, f"output: {{format: json}}\ndependence: {form}\n")
+    dependence = spec.build_dependence()
+    reference, candidate = data.draw(streams(JSON_EVENTS, dependence))
+    assume(reference or candidate)  # two empty outputs: Spark reads no columns to key by
+    root = tmp_path_factory.mktemp("json")
+    paths = []
+    for name, events in (("reference", reference), ("candidate", candidate)):
+        (root / name).mkdir()
+        lines = "".join(json.dumps(e, sort_keys=True) + "\n" for e in events)
+        (root / name / "part-00000.json").write_text(lines)
+        paths.append(str(root / name))
+    expected = _compare_on_core(spec, paths[0], paths[1], 10)
+    got = compare_on_spark(spark, spec, paths[0], paths[1], limit=10).verdict
+    assert summary(got) == summary(expected)
+
+
+def load_spec_text(tmp_path_factory: pytest.TempPathFactory, text: str) -> Spec:
+    path = tmp_path_factory.mktemp("spec") / "spec.yaml"
+    path.write_text(text)
+    return load_spec(path)

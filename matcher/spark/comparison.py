@@ -89,16 +89,20 @@ class SparkComparison:
             self.equality.ignore,
             self.nullability,
         )
-        needed = [("the dependence", c) for c in sorted(self.dependence.columns or ())]
-        needed += [("the equality's tolerance", c) for c in sorted(self.equality.tolerance)]
+        # a column the dependence reads needs a common type; the equality's are compared as read
+        needed = [("the dependence", c, True) for c in sorted(self.dependence.columns or ())]
+        needed += [("the equality's tolerance", c, False) for c in sorted(self.equality.tolerance)]
         needed += [
-            ("the equality's normalisation", c) for c in sorted(self.equality.normalize) if c != "*"
+            ("the equality's normalisation", c, False)
+            for c in sorted(self.equality.normalize)
+            if c != "*"
         ]
-        needed += [("the coarse key", c) for c in self.coarse_key or ()]
+        needed += [("the coarse key", c, True) for c in self.coarse_key or ()]
         layout = layout_of(self.dependence)
         if isinstance(layout, Layout):
-            needed += layout.needed_columns()
-        require_columns(streams.columns, needed, (self.reference.schema, self.candidate.schema))
+            needed += [(what, c, True) for what, c in layout.needed_columns()]
+        schemas = (self.reference.schema, self.candidate.schema)
+        require_columns(streams.columns, needed, schemas, streams.uncommon)
         return streams
 
     def route(self, streams: Streams) -> Route:
@@ -121,10 +125,11 @@ class SparkComparison:
         if not layout.chain and sql_unsupported(self.equality) is None:
             # unordered: only events with the same canonical value can match each other
             compared = compared_fields(streams.fields, self.equality)
+            core_only = {name for name, _ in streams.core_only}
             canonical = tuple(
                 canonical_value(ident(f.name), f, self.equality)
                 for f in compared
-                if f.name not in self.equality.tolerance
+                if f.name not in self.equality.tolerance and f.name not in core_only
             )
             return Route("per-partition", layout, reason, canonical)
         return Route("per-partition", layout, reason)
@@ -186,6 +191,9 @@ class SparkComparison:
 
 def _unsupported(layout: Layout, equality: Equality, streams: Streams) -> str | None:
     """Why the grouped plan cannot take this layout with this equality and these columns."""
+    for name, why in streams.core_only:
+        if name not in equality.ignore:
+            return f"column {name!r} {why}: compared by the core's rule"
     multisets = (not layout.typed and not layout.chain) or any(not t.chain for t in layout.types)
     if multisets and equality.tolerance:
         return "under a tolerance, pairing multisets is a matching problem (matcher.pairing)"

@@ -22,6 +22,12 @@ never to a number (the core's kinds, which Spark's types already separate).
   only), ``lower``/``upper`` are Spark's, which agree with Python's, casing rules included.
   ``casefold`` has no SQL counterpart: such an equality goes to the per-partition path.
 
+* a *tagged pair* (``matcher.spark.conform``: a column whose two sides' types have no
+  common type, each side's value in its own slot of a ``struct<__p_ref, __p_cand>``) is a
+  struct like any other, so values of different sides are never equal, null vs null aside;
+  under a tolerance, a tagged pair of numbers (a decimal and a double) is compared in
+  double precision, as the core compares a ``Decimal`` and a float.
+
 Grouping needs a value that equal events share (``Equality.canonical``), and the multiset
 plan and screening take sharing it for being equal, so it is exact: normalised strings,
 floating point numbers as text with NaN and -0.0 folded (Spark hashes -0.0 and 0.0 apart
@@ -51,6 +57,8 @@ from pyspark.sql.types import (
 from matcher.equality import ALL_COLUMNS, Equality, Tolerance
 
 SQL_STEPS = frozenset({"trim", "lower", "upper"})
+#: the slots of a tagged pair (``matcher.spark.conform``)
+REFERENCE_SLOT, CANDIDATE_SLOT = "__p_ref", "__p_cand"
 _PY_SPACE = "".join(f"\\u{c:04x}" for c in range(0x10000) if chr(c).isspace())
 #: Java regular expression for what ``str.strip()`` removes
 TRIM_PATTERN = rf"\A[{_PY_SPACE}]+|[{_PY_SPACE}]+\z"
@@ -148,6 +156,23 @@ def _is_map(dtype: DataType) -> bool:
     return isinstance(dtype, MapType)
 
 
+def is_tagged(dtype: DataType) -> bool:
+    """Whether ``dtype`` is a tagged pair: each side's value in its own slot."""
+    return isinstance(dtype, StructType) and dtype.names == [REFERENCE_SLOT, CANDIDATE_SLOT]
+
+
+def _tagged_numbers(dtype: StructType) -> bool:
+    return is_tagged(dtype) and all(_is_number(f.dataType) for f in dtype.fields)
+
+
+def _tagged_number(expr: str) -> str:
+    """A tagged pair's value, whichever side's slot holds it, in double precision."""
+    return (
+        f"coalesce(CAST({_field(expr, REFERENCE_SLOT)} AS DOUBLE),"
+        f" CAST({_field(expr, CANDIDATE_SLOT)} AS DOUBLE))"
+    )
+
+
 def _lambda(name: str, depth: int) -> str:
     """A lambda variable of nesting ``depth`` (data columns never start with ``__p_``)."""
     return f"__p_{name}{depth}"
@@ -210,6 +235,9 @@ def values_equal(
             assert tolerance is not None
             return tolerance_equal(a, b, tolerance, nan_equal)
         return f"({a} <=> {b} AND NOT coalesce(isnan({a}), FALSE))"  # floating, NaN unequal
+    if tolerant and isinstance(dtype, StructType) and _tagged_numbers(dtype):
+        assert tolerance is not None
+        return tolerance_equal(_tagged_number(a), _tagged_number(b), tolerance, nan_equal)
     x, y, z = _lambda("x", depth), _lambda("y", depth), _lambda("z", depth)
     if isinstance(dtype, ArrayType):
         inner = values_equal(x, y, dtype.elementType, tolerance, nan_equal, depth + 1)

@@ -3,11 +3,15 @@
 Every path of the Spark matcher reads rows through Arrow (``DataFrame.toArrow`` on the
 driver, ``mapInArrow``/``applyInArrow`` on executors), so that an event looks the same
 whichever path found it, and the same as ``Row.asDict(recursive=True)`` would give:
-structs and maps become dicts, timestamps naive local times.
+structs and maps become dicts, timestamps naive local times. Two structs of the engine's
+own are values as read again: a tagged pair (``matcher.spark.conform``) is the value in
+its filled slot, and JSON text (``matcher.spark.kinds``, a JSON column that mixes kinds) is
+the value ``json.loads`` gives, as the core's reader gives it.
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -16,7 +20,11 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from matcher.equality import Event
+from matcher.spark.equality_sql import CANDIDATE_SLOT, REFERENCE_SLOT
+from matcher.spark.kinds import JSON_SLOT
 from matcher.spark.schema import column
+
+_TAGGED = [REFERENCE_SLOT, CANDIDATE_SLOT]
 
 
 def _needs_fixing(dtype: pa.DataType) -> bool:
@@ -25,10 +33,17 @@ def _needs_fixing(dtype: pa.DataType) -> bool:
     if pa.types.is_map(dtype):
         return True
     if pa.types.is_struct(dtype):
-        return any(_needs_fixing(dtype.field(i).type) for i in range(dtype.num_fields))
+        return _own_struct(dtype) or any(
+            _needs_fixing(dtype.field(i).type) for i in range(dtype.num_fields)
+        )
     if pa.types.is_list(dtype) or pa.types.is_large_list(dtype):
         return bool(_needs_fixing(dtype.value_type))
     return False
+
+
+def _own_struct(dtype: pa.StructType) -> bool:
+    names = [dtype.field(i).name for i in range(dtype.num_fields)]
+    return names == _TAGGED or names == [JSON_SLOT]
 
 
 def _fix(value: Any, dtype: pa.DataType) -> Any:
@@ -38,6 +53,12 @@ def _fix(value: Any, dtype: pa.DataType) -> Any:
         return value.astimezone().replace(tzinfo=None)
     if pa.types.is_map(dtype):
         return {_fix(k, dtype.key_type): _fix(v, dtype.item_type) for k, v in value}
+    if pa.types.is_struct(dtype) and _own_struct(dtype):
+        if dtype.num_fields == 1:  # JSON text
+            text = value[JSON_SLOT]
+            return None if text is None else json.loads(text)
+        slot = 0 if value[REFERENCE_SLOT] is not None else 1
+        return _fix(value[_TAGGED[slot]], dtype.field(slot).type)
     if pa.types.is_struct(dtype):
         return {
             dtype.field(i).name: _fix(value[dtype.field(i).name], dtype.field(i).type)

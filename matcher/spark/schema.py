@@ -7,6 +7,10 @@ file readers call every column nullable, so the nullability a Parquet output dec
 from its first file's footer (``parquet_nullability``), as the core reads it. Both streams
 are then reduced to the columns the core would compare (``comparison_plan``), a side whose
 type is narrower cast to the common type, in the reference's order, which witnesses show.
+A column whose two types have no common type is compared too, as the core compares it
+(as read): both sides become one type (``matcher.spark.conform``). A column that is JSON
+text on one side (``matcher.spark.kinds``: JSON values of mixed kinds) is JSON text on
+both, its schema type the one Spark inferred.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ from matcher.schema import (
     comparison_plan,
     diff_schemas,
 )
+from matcher.spark.conform import conformed
+from matcher.spark.equality_sql import ident
+from matcher.spark.kinds import INFERRED_TYPE, JSON_TEXT, as_json_text, is_json_text
 
 POS = "__pos"
 #: a stream's order, when it is cheaper than ``__pos`` (``read_stream`` of Parquet): not
@@ -42,13 +49,18 @@ RESERVED = "__p_"
 @dataclass(frozen=True, slots=True)
 class Streams:
     """Both streams reduced to the same data columns (in the reference's order, at their
-    common types), ``__pos`` and ``__p_ord``; ``schema``: how the schemas differ."""
+    common types), ``__pos`` and ``__p_ord``; ``schema``: how the schemas differ;
+    ``uncommon``: the columns whose types have no common type (compared as read, but no
+    key); ``core_only``: ``(column, why)`` for the columns whose SQL comparison is not
+    exactly the core's rule, which only the per-partition path may compare."""
 
     reference: DataFrame
     candidate: DataFrame
     fields: tuple[StructField, ...]
     warnings: tuple[str, ...] = ()
     schema: SchemaDiff = field(default_factory=SchemaDiff)
+    uncommon: frozenset[str] = frozenset()
+    core_only: tuple[tuple[str, str], ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -81,7 +93,11 @@ def neutral_schema(
     declared = nullability or {}
     return Schema(
         tuple(
-            Field(f.name, f.dataType.simpleString(), declared.get(f.name, f.nullable))
+            Field(
+                f.name,
+                f.metadata.get(INFERRED_TYPE) or f.dataType.simpleString(),
+                declared.get(f.name, f.nullable),
+            )
             for f in fields
         )
     )
@@ -141,24 +157,43 @@ def reconcile(
     ref_types = {f.name: f for f in ref_fields}
     cand_types = {f.name: f for f in cand_fields}
     ref_columns, cand_columns, fields = [], [], []
+    uncommon, core_only = set(), []
     for c in comparison_plan(ref_schema, cand_schema):
         r, k = ref_types[c.name], cand_types[c.name]
-        dtype = (
-            r.dataType
-            if c.reference == c.type
-            else k.dataType
-            if c.candidate == c.type
-            else _parse_datatype_string(c.type)
-        )
-        ref_columns.append(_as(c.name, c.reference, c.type))
-        cand_columns.append(_as(c.name, c.candidate, c.type))
-        fields.append(StructField(c.name, dtype, r.nullable or k.nullable))
+        if c.type is None:
+            uncommon.add(c.name)
+        if is_json_text(r.dataType) or is_json_text(k.dataType):
+            ref_columns.append(_expr(as_json_text(ident(c.name), r.dataType), c.name))
+            cand_columns.append(_expr(as_json_text(ident(c.name), k.dataType), c.name))
+            fields.append(StructField(c.name, JSON_TEXT, True))
+            core_only.append((c.name, "holds JSON values of different kinds"))
+        elif c.type is None:
+            both = conformed(ident(c.name), ident(c.name), r.dataType, k.dataType)
+            ref_columns.append(_expr(both.reference, c.name))
+            cand_columns.append(_expr(both.candidate, c.name))
+            fields.append(StructField(c.name, both.dtype, True))
+            if not both.exact:
+                why = f"holds {c.reference} and {c.candidate}, which SQL cannot compare"
+                core_only.append((c.name, why))
+        else:
+            dtype = (
+                r.dataType
+                if c.reference == c.type
+                else k.dataType
+                if c.candidate == c.type
+                else _parse_datatype_string(c.type)
+            )
+            ref_columns.append(_as(c.name, c.reference, c.type))
+            cand_columns.append(_as(c.name, c.candidate, c.type))
+            fields.append(StructField(c.name, dtype, r.nullable or k.nullable))
     return Streams(
         reference.select(*ref_columns, POS, _order(reference)),
         candidate.select(*cand_columns, POS, _order(candidate)),
         tuple(fields),
         (),
         diff,
+        frozenset(uncommon),
+        tuple(core_only),
     )
 
 
@@ -171,30 +206,36 @@ def _as(name: str, own: str, common: str) -> Column:
     return column(name) if own == common else column(name).cast(common).alias(name)
 
 
+def _expr(sql: str, name: str) -> Column:
+    return column(name) if sql == ident(name) else F.expr(sql).alias(name)
+
+
 def _order(df: DataFrame) -> Column:
     return F.col(ORD) if ORD in df.columns else F.col(POS).alias(ORD)
 
 
 def require_columns(
     columns: Iterable[str],
-    needed: Iterable[tuple[str, str]],
+    needed: Iterable[tuple[str, str, bool]],
     schemas: tuple[StructType, StructType] | None = None,
+    uncommon: frozenset[str] = frozenset(),
 ) -> None:
-    """Fail with ``InputError`` naming the first ``(what, column)`` not compared: one both
-    outputs have (``schemas``) but whose types have no common type, or one they lack."""
+    """Fail with ``InputError`` naming the first ``(what, column, keyed)`` not compared as
+    it needs: one the outputs lack, or, ``keyed`` (the dependence reads it), one both
+    outputs have (``schemas``) but whose types have no common type (``uncommon``)."""
     known = list(columns)
     present = set(known)
-    for what, column in needed:
-        if column in present:
+    for what, column, keyed in needed:
+        if column in present and not (keyed and column in uncommon):
             continue
         types = [
-            {f.name: f.dataType for f in schema.fields}.get(column) for schema in schemas or ()
+            {f.name: f.type for f in neutral_schema(schema.fields).fields}.get(column)
+            for schema in schemas or ()
         ]
         if len(types) == 2 and types[0] is not None and types[1] is not None:
             raise InputError(
                 f"{what} needs column {column!r}, whose values cannot be compared: "
-                f"{types[0].simpleString()} in the reference, "
-                f"{types[1].simpleString()} in the candidate"
+                f"{types[0]} in the reference, {types[1]} in the candidate"
             )
         if column not in present:
             shown = ", ".join(known[:30]) + (", ..." if len(known) > 30 else "")

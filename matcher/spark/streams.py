@@ -30,7 +30,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from matcher.errors import InputError
+from matcher.spark.columns import check_column_names
 from matcher.spark.equality_sql import literal
+from matcher.spark.kinds import keep_json_kinds
 from matcher.spark.schema import ORD, POS, column
 
 FORMATS = ("parquet", "json", "jsonl", "csv")
@@ -56,13 +58,17 @@ def read_stream(
     path: str | Path | DataFrame,
     format: str | None = None,
     order_by: Sequence[str] | None = None,
+    keep_kinds: bool = True,
 ) -> DataFrame:
     """The output at ``path`` (a directory or file, a catalog table, or a DataFrame) with its
     stream position in the ``__pos`` column (int64, 0-based, dense).
 
     ``format``: ``parquet``, ``json`` (JSON lines), ``csv`` (a header, values as strings);
     ``None`` guesses from the file names. ``order_by``: the columns that give stream order.
+    ``keep_kinds``: a JSON column that mixes kinds is read as JSON text, so that ``1`` and
+    ``"1"`` stay apart (``matcher.spark.kinds``); ``False`` reads it as Spark infers it.
     """
+    check_column_names(spark, path, format)  # names twice, or twice but for their case
     df, kind = _open(spark, path, format)
     if POS in df.columns:
         if order_by is None:
@@ -72,6 +78,8 @@ def read_stream(
         missing = [c for c in order_by if c not in df.columns]
         if missing:
             raise InputError(f"order_by column {missing[0]!r} is not in the output {_name(path)}")
+    if kind == "json" and keep_kinds:
+        df = keep_json_kinds(spark, df, str(path))
     natural = _number_by_row_index(df) if kind == "parquet" else None
     if natural is None:
         try:
