@@ -56,17 +56,17 @@ lint: install
 	$(UV) lock --check
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy matcher parity jobs expectations
+	$(BIN)/mypy matcher parity jobs expectations dags tools
 	MYPYPATH=plugins $(BIN)/mypy --strict --explicit-package-bases plugins/parity_ui plugins/parity_plugin.py
-	$(BIN)/lint-imports
+	PYTHONPATH=.:plugins $(BIN)/lint-imports
 
 check: lint test
 
 # Every bundled validation (dags/validations/) through Airflow's dag.test(): the captures,
 # a local Airflow home and SQLite under ~/.parity/demo, real spark-submit on local[*]. Exits
-# 0 only when every verdict is the one its spec's comment expects (parity/demo.py).
+# 0 only when every verdict is the one its spec's comment expects (tools/demo.py).
 demo: install
-	$(BIN)/python -m parity.demo
+	$(BIN)/python -m tools.demo
 
 fmt: install
 	$(BIN)/ruff format .

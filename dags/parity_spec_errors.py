@@ -9,6 +9,6 @@ which Airflow shows as this file's import error. It defines no DAG.
 
 from pathlib import Path
 
-from parity.dagfactory import raise_spec_errors
+from parity.airflow.factory import raise_spec_errors
 
 raise_spec_errors(Path(__file__).parent)

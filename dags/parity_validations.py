@@ -4,12 +4,12 @@
 Each DAG replays a slice of the production capture through the reference and the
 candidate Spark applications, matches their outputs, records the verdict and fails its
 ``gate`` task when the spec's gate policy is not met. How the DAG is built:
-``parity.dagfactory``. A spec that does not load gets no DAG here; ``parity_spec_errors.py``
+``parity.airflow.factory``. A spec that does not load gets no DAG here; ``parity_spec_errors.py``
 reports it as an import error.
 """
 
 from pathlib import Path
 
-from parity.dagfactory import validation_dags
+from parity.airflow.factory import validation_dags
 
 globals().update(validation_dags(Path(__file__).parent))

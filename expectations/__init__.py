@@ -3,13 +3,8 @@ expectations derived from the reference output's profile, run on a Spark DataFra
 
     from expectations.runner import run_expectations   # imports great_expectations
 
-This module itself imports nothing heavy: the report (``parity.report``) reads the layout
-constants below without loading Great Expectations.
+``suites`` reads a spec's suite files, ``derived`` profiles the reference and derives
+expectations from it, ``runner`` runs them with GX and returns the store's records. Nothing
+here knows Airflow or the ``parity`` command: the expectations job
+(``jobs/check_expectations.py``) runs them, and the DAG's operator submits that job.
 """
-
-from __future__ import annotations
-
-#: the Data Docs site, under a run's report folder (``Run.report_path``)
-DATA_DOCS_DIR = "data_docs"
-
-__all__ = ["DATA_DOCS_DIR"]

@@ -37,17 +37,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from matcher.errors import InputError, ParityError
+from jobs.entry import run_job, session
+from matcher.errors import InputError
+from matcher.failures import check_text_arguments
 from matcher.serialize import json_safe
+from matcher.spark.failures import known_failure
+from matcher.spark.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 from matcher.spec import ApplicationSpec, Spec, load_spec
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
-from parity.engine import check_text_arguments, internal_error_line, known_failure
-from parity.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
+from matcher.store.run_ids import adhoc_run_id, pipeline_run_id
 
 EXIT_EQUIVALENT, EXIT_DIVERGENT, EXIT_ERROR = 0, 1, 2
 TRIGGERS = ("scheduled", "adhoc", "manual", "cli")
@@ -141,9 +143,9 @@ def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
     slice; the spec's file, dependence, gate policy and expectation suites)."""
     run_id = args.run_id
     if run_id is None and args.dag_id is not None:
-        run_id = f"{args.dag_id}/{args.dag_run_id}"
+        run_id = pipeline_run_id(args.dag_id, args.dag_run_id)
     return RunStart(
-        run_id=run_id or f"match-{uuid.uuid4().hex[:12]}",
+        run_id=run_id or adhoc_run_id("match"),
         validation=spec.name,
         trigger=args.trigger,
         reference_version=args.reference_version or _version(spec.reference),
@@ -201,16 +203,7 @@ def verdict_document(run_id: str, result: NoisyComparison) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        return run(args)
-    except (ParityError, OSError) as exc:
-        return _fail(exc)
-    except Exception as exc:  # never exit 1 (divergent) on a crash, nor with a traceback
-        known = known_failure(exc)
-        if known is not None:
-            return _fail(known)
-        print(internal_error_line(exc, "match"), file=sys.stderr)
-        return EXIT_ERROR
+    return run_job("match", lambda: run(args))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -230,7 +223,7 @@ def run(args: argparse.Namespace) -> int:
         # failed once the lease expires (matcher.store.lease), instead of running forever.
         with store.running(start), Heartbeat(store, start.run_id):
             result = compare_with_noise(
-                _session(),
+                session("match"),
                 spec,
                 args.reference,
                 args.candidate,
@@ -273,20 +266,6 @@ def _write_documents(args: argparse.Namespace, document: Mapping[str, Any]) -> N
         targets.append(directory / REPORT_FILE)
     for target in targets:
         target.write_text(text, encoding="utf-8")
-
-
-def _session() -> Any:
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.builder.appName("parity-match").getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    return spark
-
-
-def _fail(exc: BaseException) -> int:
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    print(f"match: error: {message}", file=sys.stderr)
-    return EXIT_ERROR
 
 
 if __name__ == "__main__":

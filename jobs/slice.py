@@ -43,13 +43,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jobs.entry import run_job, session
+from matcher.errors import InputError
+from matcher.formats import FORMATS, format_of_path, spark_format
+
 EXIT_OK, EXIT_ERROR = 0, 2
 #: Sample buckets: a key is kept when its hash falls in the first ``fraction * BUCKETS``.
 BUCKETS = 1_000_000
-_WRITERS = {"parquet": "parquet", "json": "json", "jsonl": "json", "csv": "csv"}
 
 
-class SliceError(Exception):
+class SliceError(InputError):
     """A user's error: a missing column, an unparsable time, an empty slice."""
 
 
@@ -57,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="slice", description=__doc__.splitlines()[0])
     parser.add_argument("--capture", required=True, help="the production capture (file or dir)")
     parser.add_argument("--out", required=True, help="the slice directory (overwritten)")
-    parser.add_argument("--format", choices=sorted(_WRITERS), help="the capture's format")
+    parser.add_argument("--format", choices=sorted(FORMATS), help="the capture's format")
     parser.add_argument("--column", help="the time column the window applies to")
     parser.add_argument("--start", type=_instant, help="window start (inclusive, ISO 8601)")
     parser.add_argument("--end", type=_instant, help="window end (exclusive, ISO 8601)")
@@ -74,24 +77,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = _check_args(args)
     if problem:
         parser.error(problem)
+    return run_job("slice", lambda: write_slice(args))
+
+
+def write_slice(args: argparse.Namespace) -> int:
+    """Write the slice ``args`` ask for and its summary; raises on failure, leaving no slice."""
+    from matcher.spark.streams import read_stream
+
     out = Path(args.out)
     try:
-        spark = _session()
-        from matcher.spark.streams import read_stream
-
+        spark = session("slice", conf={"spark.sql.session.timeZone": "UTC"})  # zone-less: UTC
         # the capture's values as Spark infers them: they are written back, not compared
         capture = read_stream(spark, args.capture, format=args.format, keep_kinds=False)
         key = [k for k in (args.key or "").split(",") if k]
         chosen = select_slice(capture, args.column, args.start, args.end, args.sample, key)
-        kind = args.format or _format_of(args.capture)
+        kind = args.format or format_of_path(args.capture)
         rows, files = write_ordered(chosen, str(out), kind, args.files)
         if rows == 0:
             raise SliceError(_empty(capture, args))
-    except Exception as exc:
-        if out.exists():
+    except BaseException:
+        if out.exists():  # no half-written slice
             shutil.rmtree(out, ignore_errors=True)
-        if isinstance(exc, SliceError) or _is_user_error(exc):
-            return _fail(exc)
         raise
 
     summary = {
@@ -176,11 +182,11 @@ def write_ordered(df: Any, out: str, kind: str, files: int) -> tuple[int, list[P
     writer = ordered.write.mode("overwrite")
     if kind == "csv":
         writer = writer.option("header", True)
-    if _WRITERS[kind] == "json":
+    if spark_format(kind) == "json":
         writer = writer.option("ignoreNullFields", False)  # keep all-null columns in the schema
-    writer.format(_WRITERS[kind]).save(out)
+    writer.format(spark_format(kind)).save(out)
     data = sorted(p for p in Path(out).iterdir() if not p.name.startswith((".", "_")))
-    rows = df.sparkSession.read.format(_WRITERS[kind]).option("header", True).load(out).count()
+    rows = df.sparkSession.read.format(spark_format(kind)).option("header", True).load(out).count()
     _stamp_in_order(data)
     return rows, data
 
@@ -241,40 +247,6 @@ def _check_args(args: argparse.Namespace) -> str | None:
 def _instant(text: str) -> dt.datetime:
     value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
-
-
-def _format_of(capture: str) -> str:
-    root = Path(capture)
-    names = [p.name for p in root.iterdir()] if root.is_dir() else [root.name]
-    for suffix, kind in ((".parquet", "parquet"), (".csv", "csv"), (".json", "json")):
-        if any(suffix in name for name in names):
-            return kind
-    raise SliceError(f"{capture}: cannot tell the capture's format: give --format")
-
-
-def _is_user_error(exc: BaseException) -> bool:
-    from matcher.errors import ParityError
-    from parity.engine import is_spark_error
-
-    return isinstance(exc, ParityError) or is_spark_error(exc)
-
-
-def _session() -> Any:
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.builder.appName("parity-slice").getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    spark.conf.set("spark.sql.session.timeZone", "UTC")  # zone-less times are UTC
-    return spark
-
-
-def _fail(exc: BaseException) -> int:
-    from parity.engine import first_line, is_spark_error
-
-    text = first_line(exc) if is_spark_error(exc) else str(exc)
-    message = " ".join(text.split()) or type(exc).__name__
-    print(f"slice: error: {message}", file=sys.stderr)
-    return EXIT_ERROR
 
 
 if __name__ == "__main__":

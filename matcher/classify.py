@@ -50,7 +50,7 @@ key's chain, a loss on the old key and an extra event on the new one (datacompy'
 groups, so classifying each group alone (the Spark engine, at scale) finds the same kinds,
 save two cases: equal events in two units (moved across a barrier: a reordering here) and
 a chainless unit explained in parts, which must be told whether its whole is within
-``MAX_SIMILARITY_PAIRS`` (``matcher.spark.general`` does).
+``MAX_SIMILARITY_PAIRS`` (``matcher.spark.per_partition`` does).
 
 This is exact for any single lost, duplicated, moved or altered event, and a readable
 account otherwise.

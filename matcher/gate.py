@@ -15,7 +15,7 @@ The policy (``gate`` in the validation spec, ``matcher.spec_schema.GateSpec``):
 
 The decision is a value with a one-line reason that says both halves, e.g.
 ``verdict equivalent; expectations passed``. The Airflow pipeline stores it with the run
-(``parity.gate.record_run_gate``) and ``parity gate`` reads it back.
+(``parity.views.gate.record_run_gate``) and ``parity gate`` reads it back.
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def key_form(value: Any) -> Hashable:
 
     Events hold arrays as lists, structs and maps as dicts (a Spark ``Row`` is a tuple),
     whichever engine read them; a key must hash to group events by key. The Spark engine
-    groups the same way in SQL (``matcher.spark.keyed.group_key``)."""
+    groups the same way in SQL (``matcher.spark.grouped_sql.group_key``)."""
     if value.__class__ in _SCALARS:
         return value  # type: ignore[no-any-return]
     if isinstance(value, float):

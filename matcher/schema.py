@@ -3,7 +3,7 @@
 An output's ``Schema`` is its columns in order, each with a type spelled as Spark spells it
 (``simpleString``: ``int``, ``bigint``, ``decimal(10,2)``, ``array<string>``,
 ``struct<a:int>``) and whether it may hold nulls. The readers build one without Spark
-(``parity.readers.read_schema``), the Spark engine from a ``StructType``
+(``matcher.files.readers.read_schema``), the Spark engine from a ``StructType``
 (``matcher.spark.schema``); ``diff_schemas`` is the one rule both engines apply.
 
 Findings, for every column not in ``equality.ignore`` (those are exempt):

@@ -29,9 +29,9 @@ import yaml
 from matcher import dependence as dep
 from matcher.equality import ALL_COLUMNS, Equality, Tolerance
 from matcher.errors import IncompatibleEqualityError, SpecError
+from matcher.formats import FORMATS
 from matcher.spec_schema import (
     DEPENDENCE_FORMS,
-    FORMATS,
     PLACEHOLDERS,
     RERUN_CONF,
     SCHEDULE_PRESETS,
@@ -273,7 +273,7 @@ def _loosening_key(equality: Equality, columns: frozenset[str]) -> str:
 def function_refs(data: Any, source: str = "<spec>") -> dict[str, str]:
     """The ``module:function`` references of a spec document, by key
     (``dependence.predicate``), validated but not imported: importing runs the module's
-    code, so whoever decides whether it may run asks this first (``parity.plan``)."""
+    code, so whoever decides whether it may run asks this first (``parity.airflow.plan``)."""
     return dict(_function_refs(validate_document(data, source)))
 
 

@@ -27,9 +27,9 @@ from pydantic import (
 )
 
 from matcher.errors import SpecError
+from matcher.formats import Format
 from matcher.spec_problems import first_problem, show
 
-FORMATS = ("parquet", "json", "jsonl", "csv")
 DEPENDENCE_FORMS = ("unordered", "ordered", "key", "typed", "punctuation", "predicate")
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _WINDOW = re.compile(r"^[1-9][0-9]*[smhdw]$")
@@ -81,7 +81,6 @@ Name = Annotated[str, Field(min_length=1)]
 Columns = Annotated[tuple[Name, ...], BeforeValidator(_listify), Field(min_length=1)]
 Text = Annotated[str, BeforeValidator(_text)]
 Ref = Annotated[str, AfterValidator(_ref)]
-Format = Literal["parquet", "json", "jsonl", "csv"]
 Normalisation = Literal["trim", "lower", "upper", "casefold"]
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 

@@ -1,7 +1,13 @@
-"""Parity's command line and file adapters: ``parity compare`` reads two outputs, loads a
-validation spec and asks the matcher (``matcher``) for a verdict.
+"""Parity's pipeline around the matcher, one room per role:
 
-The matcher is the library; this package is the thin layer that reads files and prints.
+* ``parity.views``: read-side models of the results store that the command line and the
+  Airflow plugin both show (history rows, the run report, the gate's status); no Spark, no
+  Airflow.
+* ``parity.airflow``: the validation DAGs: the factory, the run plan, the operators and the
+  task callables (Airflow, the store and the views).
+* ``parity.cli``: the ``parity`` command and what it prints (everything but Airflow).
+
+The comparison itself is ``matcher`` (the core, its file readers and its Spark engine).
 """
 
 from __future__ import annotations

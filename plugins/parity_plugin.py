@@ -20,6 +20,7 @@ The results store is the one ``matcher.store.Store.open()`` finds: ``PARITY_DB_U
 from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
+
 from parity_ui.app import create_app
 from parity_ui.links import MOUNT, URL_ROUTE, ParityRunLink
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from parity.demo import LOG4J2
+from tools.demo import LOG4J2
 
 ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "dags"

@@ -20,7 +20,7 @@ import pytest
 from airflow_fixtures import ParityEnv, dag_bag
 
 from matcher.store import Store
-from parity.plan import MODULES_VARIABLE, ROOTS_VARIABLE
+from parity.airflow.plan import MODULES_VARIABLE, ROOTS_VARIABLE
 
 pytest_plugins = ("airflow_fixtures",)
 

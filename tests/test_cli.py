@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from parity.cli import main
-from parity.render import show
+from parity.cli.render import show
 
 ROOT = Path(__file__).resolve().parents[1]
 TAXI = ROOT / "examples" / "taxi"

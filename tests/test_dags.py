@@ -21,9 +21,9 @@ from airflow_fixtures import DAGS, ROOT, ParityEnv, dag_bag
 
 from matcher.spec import load_spec
 from matcher.store import RunOutcome, RunStart, Store
-from parity.dagfactory import load_validations
-from parity.dagtasks import record_gate
-from parity.plan import PARAMS, RunContext, RunPlan, plan_run, workspace
+from parity.airflow.factory import load_validations
+from parity.airflow.gate import record_gate
+from parity.airflow.plan import PARAMS, RunContext, RunPlan, plan_run, workspace
 
 pytest_plugins = ("airflow_fixtures",)
 
@@ -125,7 +125,7 @@ def test_a_bad_spec_is_one_import_error_and_the_others_load(
     assert list(bag.import_errors) == [str(folder / "parity_spec_errors.py")]
     error = bag.import_errors[str(folder / "parity_spec_errors.py")]
     assert error.strip().splitlines()[-1] == (
-        "parity.dagfactory.InvalidValidationSpecs: dags/validations/bad.yaml: "
+        "parity.airflow.factory.InvalidValidationSpecs: dags/validations/bad.yaml: "
         "noise.reference_runs: must be >= 1, got 0"
     )
 

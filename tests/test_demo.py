@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from matcher.store import RunOutcome, RunRecord, RunStart, Store, StoredDivergence
-from parity.demo import Expected, Outcome, demo_env, expected_of, table, witness
+from tools.demo import Expected, Outcome, demo_env, expected_of, table, witness
 
 
 @pytest.mark.parametrize(

@@ -23,10 +23,10 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from matcher.errors import InputError
+from matcher.files.readers import read_events
+from matcher.spark.failures import known_failure
 from matcher.store import Store
 from parity.cli import main
-from parity.engine import known_failure
-from parity.readers import read_events
 from tests.test_match_job import output, submit
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture

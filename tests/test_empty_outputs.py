@@ -20,8 +20,8 @@ from pyspark.sql import SparkSession
 from matcher.store import RunOutcome, RunStart, Store
 from matcher.verdict import EMPTY_WARNING, Verdict
 from parity.cli import main
-from parity.report import render_report_html, report_document
-from parity.report_text import render_summary
+from parity.cli.report_text import render_summary
+from parity.views.report import render_report_html, report_document
 
 pytest_plugins = ("tests.spark_fixtures", "store_fixtures")
 

@@ -26,12 +26,13 @@ from pyspark.sql import SparkSession
 
 from matcher import Equality, InputError, Tolerance, compare
 from matcher.dependence import by_key
+from matcher.files.compare import compare_files
 from matcher.spark import SparkComparison, compare_dataframes, read_stream
 from matcher.spark.kinds import mixes_kinds
+from matcher.spark.outputs import compare_on_spark
 from matcher.spec import load_spec
 from matcher.verdict import Verdict
-from parity.cli import _compare_on_core, main
-from parity.engine import compare_on_spark
+from parity.cli import main
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
 
@@ -47,7 +48,7 @@ def engines(
     path = tmp_path / "spec.yaml"
     path.write_text(spec)
     loaded = load_spec(path)
-    core = _compare_on_core(loaded, reference, candidate, 10)
+    core = compare_files(loaded, reference, candidate, 10)
     on_spark = compare_on_spark(spark, loaded, reference, candidate, limit=10).verdict
     return core, on_spark
 

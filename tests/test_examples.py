@@ -29,9 +29,9 @@ from pyspark.sql import Row, SparkSession
 from jobs.examples import common, generate, reducers, taxi, topics
 from jobs.examples.equalities import same_concatenated_items
 from matcher import StreamMatcher
+from matcher.files.readers import read_events
+from matcher.spark.outputs import compare_on_spark
 from matcher.spec import Spec, load_spec
-from parity.engine import compare_on_spark
-from parity.readers import read_events
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
 

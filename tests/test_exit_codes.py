@@ -17,8 +17,8 @@ from matcher.equality import NAN
 from matcher.errors import InputError, SpecError
 from matcher.relation import key_form
 from matcher.serialize import json_safe
+from matcher.spark.failures import known_failure
 from parity.cli import main
-from parity.engine import known_failure
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
 
@@ -174,7 +174,7 @@ def test_a_bug_is_an_internal_error_with_its_traceback_in_a_file(
     def broken(*args: Any) -> Any:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr("parity.cli._compare_on_core", broken)
+    monkeypatch.setattr("parity.cli.compare.compare_files", broken)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     a = write_lines(tmp_path / "a.jsonl", ['{"k":1}'])
     code, out, err = call(capsys, "compare", a, a, "--spec", spec_file(tmp_path))
@@ -250,7 +250,7 @@ def test_a_bug_in_the_match_job_stores_the_run_failed(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("unhashable type: 'list'")
 
-    monkeypatch.setattr("jobs.match._session", lambda: None)
+    monkeypatch.setattr("jobs.match.session", lambda job: None)
     monkeypatch.setattr("jobs.match.compare_with_noise", broken)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     db = f"sqlite:///{tmp_path / 'results.db'}"

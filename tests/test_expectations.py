@@ -1,5 +1,5 @@
 """Expectations (``expectations/``): suite files, the spec's forms, derived expectations, and
-``jobs/expectations.py`` through real ``spark-submit`` on ``local[2]`` with Great Expectations
+``jobs/check_expectations.py`` through real ``spark-submit`` on ``local[2]`` with Great Expectations
 and a real store.
 
 Great Expectations computes each expectation with several Spark jobs, so the Spark tests
@@ -24,7 +24,7 @@ import pytest
 
 from expectations.derived import DERIVED_SUITE, ColumnProfile, Profile, derive_suite
 from expectations.suites import ExpectationConfig, Suite, check_columns, load_suite, parse_suite
-from jobs.expectations import main, plan_expectations, summary
+from jobs.check_expectations import main, plan_expectations, summary
 from matcher.errors import InputError, SpecError
 from matcher.spec import parse_spec
 from matcher.spec_schema import DerivedExpectationsSpec
@@ -315,7 +315,8 @@ def job_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     job = make_job(tmp_path, "{suites: [suites/sane.json], sides: [candidate, reference]}")
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
     command = [str(SPARK_SUBMIT), "--master", "local[2]", "--conf", "spark.ui.enabled=false"]
-    command += ["--conf", "spark.sql.shuffle.partitions=2", str(ROOT / "jobs" / "expectations.py")]
+    command += ["--conf", "spark.sql.shuffle.partitions=2"]
+    command += [str(ROOT / "jobs" / "check_expectations.py")]
     result = subprocess.run(
         [*command, *_argv(job)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
     )
@@ -451,8 +452,8 @@ def test_job_summary_line() -> None:
 
 
 def test_the_dag_task_submits_the_job_on_the_runs_outputs() -> None:
-    from expectations.task import TASK_ID, ExpectationsOperator, expectations_job
-    from parity.plan import RunPlan
+    from parity.airflow.operators import EXPECTATIONS_TASK, ExpectationsOperator, expectations_job
+    from parity.airflow.plan import RunPlan
 
     plan = RunPlan(
         validation="taxi",
@@ -468,12 +469,12 @@ def test_the_dag_task_submits_the_job_on_the_runs_outputs() -> None:
     )
     job = expectations_job(plan, Path("/repo"))
     assert (job.application, job.name, dict(job.conf)) == (
-        "/repo/jobs/expectations.py",
+        "/repo/jobs/check_expectations.py",
         "parity-taxi-expectations",
         {},
     )
     assert job.argv() == [
-        "/repo/jobs/expectations.py",
+        "/repo/jobs/check_expectations.py",
         *("--run-id", "parity_taxi/scheduled__2024-05-02"),
         *("--spec", "/repo/dags/validations/taxi.yaml"),
         *("--candidate", "/home/p/runs/parity_taxi/run/candidate"),
@@ -482,11 +483,11 @@ def test_the_dag_task_submits_the_job_on_the_runs_outputs() -> None:
         *("--root", "/repo"),
     ]
     operator = ExpectationsOperator(root=Path("/repo"), conn_id="spark_default")
-    assert (operator.task_id, operator.root) == (TASK_ID, "/repo")
+    assert (operator.task_id, operator.root) == (EXPECTATIONS_TASK, "/repo")
 
 
 def test_derived_expectations_skip_columns_the_candidate_lacks() -> None:
-    from jobs.expectations import _present
+    from jobs.check_expectations import _present
 
     suite = derive_suite(PROFILE, DerivedExpectationsSpec(), ignore=["ratio", "emitted_at"])
     kept = _present(suite, ["taxi_id", "seq"])

@@ -1,5 +1,5 @@
 """The deploy gate: the policy (``matcher.gate``), its record in the store (``set_gate``, the
-``gate_reason`` migration, on SQLite and PostgreSQL), ``parity.gate`` and ``parity gate``."""
+``gate_reason`` migration, on SQLite and PostgreSQL), ``parity.views.gate`` and ``parity gate``."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ from matcher.store import (
     UnknownRunError,
 )
 from matcher.store.migrate import alembic_config
+from parity.airflow.gate import record_run_gate
 from parity.cli import main
-from parity.gate import gate_status, record_run_gate, stored_decision, stored_policy
+from parity.views.gate import gate_status, stored_decision, stored_policy
 
 pytest_plugins = ["store_fixtures"]
 

@@ -12,7 +12,7 @@ from matcher.schema import SchemaDiff, SchemaFinding
 from matcher.store import ExpectationRecord, RunOutcome, RunStart, Store, repository
 from matcher.store.records import RUN_VERDICTS
 from parity.cli import main
-from parity.history import VERDICTS
+from parity.views.history import VERDICTS
 
 pytest.register_assert_rewrite("store_fixtures")
 pytest_plugins = ["store_fixtures"]

@@ -12,9 +12,9 @@ import pytest
 
 from matcher import compare
 from matcher.dependence import by_key
+from matcher.files.readers import read_events
 from matcher.verdict import Divergence, Verdict
 from parity.cli import main
-from parity.readers import read_events
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
 

@@ -1,4 +1,4 @@
-"""parity.plan: a run's jobs, window and workspace, decided before Spark starts.
+"""parity.airflow.plan: a run's jobs, window and workspace, decided before Spark starts.
 
 Every command line is asserted whole; every rejected parameter is one exact line.
 """
@@ -16,7 +16,7 @@ import pytest
 
 from matcher.errors import SpecError
 from matcher.spec import Spec, parse_spec, parse_yaml
-from parity.plan import (
+from parity.airflow.plan import (
     AdhocPolicy,
     RunContext,
     RunPlan,

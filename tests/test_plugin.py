@@ -711,6 +711,7 @@ def test_the_match_task_links_to_its_run_page_inside_the_airflow_ui(client: Any)
     """The global extra link, as the API server computes it for a task instance (the
     operator is not used: the link depends on the task instance's key only)."""
     from airflow.models.taskinstancekey import TaskInstanceKey
+
     from parity_ui.links import ParityRunLink
 
     link = ParityRunLink()
@@ -737,6 +738,7 @@ def test_a_store_that_is_down_is_a_503_logged_but_not_shown(
 ) -> None:
     monkeypatch.syspath_prepend(str(PLUGINS))
     from fastapi.testclient import TestClient
+
     from parity_ui.app import create_app
 
     down = create_app("postgresql+psycopg://parity:s3cret@127.0.0.1:1/parity")

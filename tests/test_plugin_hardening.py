@@ -135,6 +135,7 @@ def site(
 ) -> Iterator[Site]:
     monkeypatch.syspath_prepend(str(PLUGINS))
     from fastapi.testclient import TestClient
+
     from parity_ui.app import create_app
 
     folders = plant(tmp_path)

@@ -1,4 +1,4 @@
-"""parity.readers: every format, directories in name order, and one-line errors."""
+"""matcher.files.readers: every format, directories in name order, and one-line errors."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from matcher.errors import InputError
-from parity import readers
-from parity.readers import data_files, read_columns, read_events
+from matcher.files import readers
+from matcher.files.readers import data_files, read_columns, read_events
 
 
 def write(path: Path, data: str | bytes) -> Path:

@@ -1,4 +1,4 @@
-"""The run report (``parity.report``) and ``parity report``: the JSON document exactly, the
+"""The run report (``parity.views.report``) and ``parity report``: the JSON document exactly, the
 HTML page with hostile data escaped and no network reference, and the command's outputs."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from matcher.store import ExpectationRecord, RunOutcome, RunRecord, RunStart, Store
 from matcher.verdict import Divergence, Verdict
 from parity.cli import main
-from parity.report import render_report_html, report_document
+from parity.views.report import render_report_html, report_document
 
 pytest.register_assert_rewrite("store_fixtures")
 pytest_plugins = ["store_fixtures"]

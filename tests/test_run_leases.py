@@ -211,7 +211,7 @@ def test_the_default_lease_and_beat(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_airflow_callback_fails_a_match_that_died_running(
     sqlite_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from parity.dagtasks import fail_running_match
+    from parity.airflow.tasks import fail_running_match
 
     with Store.open(sqlite_url) as store:
         store.start_run(RunStart("parity__taxi/manual__1", "taxi"))
@@ -238,8 +238,8 @@ def test_the_airflow_callback_fails_a_match_that_died_running(
 
 
 def test_the_match_task_carries_the_callback() -> None:
-    from parity.dagfactory import build_dag
-    from parity.dagtasks import fail_running_match
+    from parity.airflow.factory import build_dag
+    from parity.airflow.tasks import fail_running_match
 
     root = Path(__file__).resolve().parent.parent
     spec = load_spec(root / "dags" / "validations" / "taxi_parallel.yaml")

@@ -36,9 +36,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from matcher import compare
+from matcher.spark.outputs import compare_on_spark
 from matcher.spec import Spec, parse_spec
 from matcher.verdict import Verdict
-from parity.engine import compare_on_spark
 
 pytestmark = [pytest.mark.scale, pytest.mark.spark]
 

@@ -1,6 +1,6 @@
 """The schema comparison of ``matcher.schema``: every finding kind, each mode, the exemption
 of ignored columns, widening, and the values compared after widening; plus the schemas the
-core reads from Parquet, JSON lines and CSV (``parity.output_schema``)."""
+core reads from Parquet, JSON lines and CSV (``matcher.files.output_schema``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from matcher.files.output_schema import read_schema
 from matcher.schema import (
     Compared,
     Field,
@@ -27,7 +28,6 @@ from matcher.schema import (
     widens,
 )
 from matcher.verdict import Verdict
-from parity.output_schema import read_schema
 
 
 def schema(*fields: tuple[str, str] | tuple[str, str, bool]) -> Schema:

@@ -12,11 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from matcher.files.compare import compare_files
 from matcher.schema import Mode, SchemaDiff, SchemaFinding
+from matcher.spark.outputs import compare_on_spark
 from matcher.spec import load_spec
 from matcher.verdict import Verdict
-from parity.cli import _compare_on_core, main
-from parity.engine import compare_on_spark
+from parity.cli import main
 
 pytest_plugins = ("tests.spark_fixtures",)
 
@@ -87,7 +88,7 @@ def summary(verdict: Verdict) -> tuple[bool, dict[str, int], SchemaDiff | None]:
 def test_core_and_spark_find_the_same_differences(spark: SparkSession, tmp_path: Path) -> None:
     reference, candidate = outputs(tmp_path)
     spec = load_spec(spec_file(tmp_path, None))
-    core = _compare_on_core(spec, reference, candidate, 10)
+    core = compare_files(spec, reference, candidate, 10)
     on_spark = compare_on_spark(spark, spec, reference, candidate, limit=10).verdict
     expected = (False, {"loss": 0, "duplication": 0, "reordering": 0, "corruption": 1},
                 SchemaDiff("compatible", FINDINGS))  # fmt: skip
@@ -120,7 +121,7 @@ def test_listed_only_and_strict_on_both_engines(spark: SparkSession, tmp_path: P
             ),
         )
         for verdict in (
-            _compare_on_core(spec, reference, candidate, 10),
+            compare_files(spec, reference, candidate, 10),
             compare_on_spark(spark, spec, reference, candidate, limit=10).verdict,
         ):
             assert verdict.equivalent is equivalent
@@ -139,13 +140,13 @@ def test_the_issues_case_a_retyped_ignored_column(spark: SparkSession, tmp_path:
         {"loss": 0, "duplication": 0, "reordering": 0, "corruption": 0},
         None,
     )
-    assert summary(_compare_on_core(spec, reference, candidate, 10)) == summary(verdict)
+    assert summary(compare_files(spec, reference, candidate, 10)) == summary(verdict)
 
 
 def test_ignore_lists_nothing_and_compares_the_shared_columns(tmp_path: Path) -> None:
     reference, candidate = outputs(tmp_path)
     spec = load_spec(spec_file(tmp_path, "ignore"))
-    verdict = _compare_on_core(spec, reference, candidate, 10)
+    verdict = compare_files(spec, reference, candidate, 10)
     assert summary(verdict) == (
         False,
         {"loss": 0, "duplication": 0, "reordering": 0, "corruption": 1},
@@ -236,7 +237,7 @@ def test_json_schemas_are_inferred_alike(spark: SparkSession, tmp_path: Path) ->
         (SchemaFinding("retyped", "v", "bigint", "double", True, False, "double"),),
     )
     for verdict in (
-        _compare_on_core(spec, reference, candidate, 10),
+        compare_files(spec, reference, candidate, 10),
         compare_on_spark(spark, spec, reference, candidate, limit=10).verdict,
     ):
         assert summary(verdict) == (
@@ -247,7 +248,7 @@ def test_json_schemas_are_inferred_alike(spark: SparkSession, tmp_path: Path) ->
         assert verdict.divergences[0].candidate_event == {"k": 1, "s": {"b": 1}, "v": 1.5}
     # an output without a single object has no schema to compare: only its events count
     for verdict in (
-        _compare_on_core(spec, empty, candidate, 10),
+        compare_files(spec, empty, candidate, 10),
         compare_on_spark(spark, spec, empty, candidate, limit=10).verdict,
     ):
         assert summary(verdict) == (

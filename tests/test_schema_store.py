@@ -18,8 +18,8 @@ from matcher.spec import parse_spec
 from matcher.store import RunOutcome, RunStart, Store, upgrade
 from matcher.store.migrate import alembic_config, current_revision
 from matcher.verdict import Divergence, Verdict
-from parity.report import render_report_html, report_document
-from parity.report_text import render_summary
+from parity.cli.report_text import render_summary
+from parity.views.report import render_report_html, report_document
 
 pytest.register_assert_rewrite("store_fixtures")
 pytest_plugins = ["store_fixtures"]

@@ -41,13 +41,13 @@ from pyspark.sql.types import (
 
 from matcher import Equality, Tolerance, compare
 from matcher.dependence import by_key, ordered, unordered
+from matcher.files.compare import compare_files
 from matcher.spark import SparkComparison, compare_dataframes
 from matcher.spark.conform import conformed
 from matcher.spark.equality_sql import is_nan, key_value, pair_equal
 from matcher.spark.events import arrow_events
+from matcher.spark.outputs import compare_on_spark
 from matcher.spec import Spec, load_spec
-from parity.cli import _compare_on_core
-from parity.engine import compare_on_spark
 from tests.test_spark_differential import streams, summary
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
@@ -573,7 +573,7 @@ def test_json_values_of_mixed_kinds_agree_with_the_core(
         lines = "".join(json.dumps(e, sort_keys=True) + "\n" for e in events)
         (root / name / "part-00000.json").write_text(lines)
         paths.append(str(root / name))
-    expected = _compare_on_core(spec, paths[0], paths[1], 10)
+    expected = compare_files(spec, paths[0], paths[1], 10)
     got = compare_on_spark(spark, spec, paths[0], paths[1], limit=10).verdict
     assert summary(got) == summary(expected)
 

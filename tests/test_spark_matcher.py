@@ -28,8 +28,8 @@ from matcher.dependence import (
 )
 from matcher.serialize import json_safe
 from matcher.spark import SparkComparison, compare_dataframes, read_stream
-from matcher.spark import grouped as grouped_module
-from matcher.spark import keyed as keyed_module
+from matcher.spark import grouped_run as grouped_module
+from matcher.spark import grouped_sql as keyed_module
 from matcher.spark import screen as screen_module
 from matcher.spark.equality_sql import TRIM_PATTERN, literal, pair_equal
 from tests.spark_fixtures import near, stream_frames

@@ -1,6 +1,6 @@
 """Stored text on a terminal: the commands print escape sequences, C1 controls, DEL and
 bidirectional overrides from versions, errors, gate reasons, column names and values as
-visible escapes (``parity.render.printable``), never as characters a terminal acts on.
+visible escapes (``parity.cli.render.printable``), never as characters a terminal acts on.
 
 Checked on what the user sees: ``parity report`` (its summary and ``--html -``) and
 ``parity compare``'s text, every character of the output."""
@@ -16,8 +16,8 @@ from matcher.schema import SchemaDiff, SchemaFinding
 from matcher.store import RunOutcome, RunRecord, RunStart, Store
 from matcher.verdict import Divergence, Verdict
 from parity.cli import main
-from parity.render import printable
-from parity.report_text import render_summary
+from parity.cli.report_text import render_summary
+from parity.views.printable import printable
 
 pytest_plugins = ["store_fixtures"]
 

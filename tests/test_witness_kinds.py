@@ -26,7 +26,7 @@ from matcher.classify import MAX_SIMILARITY_PAIRS
 from matcher.dependence import Dependence, by_key, ordered, punctuation, unordered
 from matcher.serialize import json_safe
 from matcher.spark import compare_dataframes, read_stream
-from matcher.spark import grouped as grouped_module
+from matcher.spark import grouped_run as grouped_module
 from matcher.spark import screen as screen_module
 from tests.test_classification import witness
 

@@ -27,7 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from parity.engine import first_line
+from matcher.failures import first_line
 
 EXIT_OK, EXIT_ERROR = 0, 2
 FORMATS = ("json", "csv", "parquet")
@@ -70,6 +70,24 @@ class App:
         if self.options is not None:
             self.options(parser)
         return parser
+
+
+def by_variant(
+    sequential: Callable[[DataFrame], DataFrame],
+    parallel: Callable[[DataFrame, int], DataFrame],
+    parallel_buggy: Callable[[DataFrame, int], DataFrame],
+) -> Transform:
+    """The transform of an application with the three usual variants: the sequential
+    reference, and a parallel candidate (correct or buggy) on ``--partitions`` partitions."""
+
+    def transform(events: DataFrame, args: argparse.Namespace) -> DataFrame:
+        if args.variant == "parallel":
+            return parallel(events, args.partitions)
+        if args.variant == "parallel_buggy":
+            return parallel_buggy(events, args.partitions)
+        return sequential(events)
+
+    return transform
 
 
 def _positive(text: str) -> int:

@@ -27,7 +27,6 @@ partition's rows in arrival order and keeps each taxi's last position.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Iterable, Iterator
@@ -96,14 +95,6 @@ def parallel_buggy(events: DataFrame, partitions: int) -> DataFrame:
     return _tracked(projected.repartition(partitions, "taxi_id"))
 
 
-def transform(events: DataFrame, args: argparse.Namespace) -> DataFrame:
-    if args.variant == "parallel":
-        return parallel(events, args.partitions)
-    if args.variant == "parallel_buggy":
-        return parallel_buggy(events, args.partitions)
-    return sequential(events)
-
-
 APP = common.App(
     name="taxi",
     description="Each taxi's running distance, per position.",
@@ -111,7 +102,7 @@ APP = common.App(
     input_schema=INPUT_SCHEMA,
     output_format="parquet",
     variants=("sequential", "parallel", "parallel_buggy"),
-    transform=transform,
+    transform=common.by_variant(sequential, parallel, parallel_buggy),
 )
 
 

@@ -29,7 +29,6 @@ not reported.
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import sys
 from collections import Counter
@@ -133,14 +132,6 @@ def _stamper(ends: list[int]) -> Any:
     return stamp
 
 
-def transform(events: DataFrame, args: argparse.Namespace) -> DataFrame:
-    if args.variant == "parallel":
-        return parallel(events, args.partitions)
-    if args.variant == "parallel_buggy":
-        return parallel_buggy(events, args.partitions)
-    return sequential(events)
-
-
 APP = common.App(
     name="topics",
     description="The topic of each document of a word stream cut by end-of-file markers.",
@@ -148,7 +139,7 @@ APP = common.App(
     input_schema=INPUT_SCHEMA,
     output_format="csv",
     variants=("sequential", "parallel", "parallel_buggy"),
-    transform=transform,
+    transform=common.by_variant(sequential, parallel, parallel_buggy),
 )
 
 

@@ -15,9 +15,9 @@ DataFrame to ``explain()`` (``matcher.spark.comparison``).
 
 What differs from the core: ``peak_unmatched`` is 0 and ``detected_at`` ``None`` (no single
 interleaved run to report them); ``side_stats`` carry ``rows``, ``keys`` (distinct keys of
-the keyed forms, 0 otherwise) and ``barriers``; beyond ``grouped.EXACT_LIMIT`` unmatched
+the keyed forms, 0 otherwise) and ``barriers``; beyond ``grouped_run.EXACT_LIMIT`` unmatched
 events in forms with barriers, where a lost or extra event would stand and the partner
-a reordering names may differ, and beyond ``grouped.DRIVER_LIMIT``
+a reordering names may differ, and beyond ``grouped_run.DRIVER_LIMIT``
 events are explained key by key (the verdict warns). ``__pos`` must be dense and 0-based
 (``read_stream`` makes it so). Python workers must be able to import ``matcher`` and any
 ``module:function`` the spec names (``spark.pyspark.python`` pointing at the project's

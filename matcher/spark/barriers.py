@@ -10,7 +10,7 @@ its first pass being the barrier collection.
 
 Up to the first barrier that differs, units and epochs coincide (``start``), which is what
 lets the online part of the core (matched barrier by barrier) and its classification
-(unit by unit) be computed from the same groups (see ``matcher.spark.keyed``).
+(unit by unit) be computed from the same groups (see ``matcher.spark.grouped_sql``).
 """
 
 from __future__ import annotations

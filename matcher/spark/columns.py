@@ -37,13 +37,14 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 from matcher.columns import (
     Group,
     NameProblem,
-    check_arrow_schema,
     check_groups,
     join,
     json_problem,
     name_problem,
 )
 from matcher.errors import InputError
+from matcher.files.arrow_columns import check_arrow_schema
+from matcher.formats import FORMATS, format_of_path, spark_format
 
 
 def check_column_names(
@@ -91,14 +92,10 @@ def _type_groups(path: str, type_: DataType) -> Iterator[Group]:
 def _kind(spark: SparkSession, text: str, format: str | None) -> str | None:
     """The format ``read_stream`` reads ``text`` in; ``None``: a table, or a path that it
     refuses (it says why)."""
-    from matcher.spark.streams import FORMATS, _guess_format
-
     if not text:
         return None
     if format is not None:
-        if format not in FORMATS:
-            return None
-        return "json" if format == "jsonl" else format
+        return spark_format(format) if format in FORMATS else None
     try:
         if "/" not in text and spark.catalog.tableExists(text):
             return None
@@ -106,7 +103,7 @@ def _kind(spark: SparkSession, text: str, format: str | None) -> str | None:
         pass
     if not Path(text).exists():
         return None
-    return _guess_format(text)
+    return format_of_path(text)
 
 
 def local_files(text: str) -> list[Path] | None:

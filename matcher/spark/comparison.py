@@ -3,10 +3,10 @@
 
 It picks one of two paths, and says which and why (``route``):
 
-* ``grouped``: the SQL plan of ``matcher.spark.keyed``, one shuffle by the dependence key,
+* ``grouped``: the SQL plan of ``matcher.spark.grouped_sql``, one shuffle by the dependence key,
   for ``unordered``, ``ordered``, ``by_key``, barriers over those, and typed graphs whose
   non-barrier types only depend on themselves, with an equality SQL can say;
-* ``per-partition``: the core's matcher inside each partition (``matcher.spark.general``),
+* ``per-partition``: the core's matcher inside each partition (``matcher.spark.per_partition``),
   for everything else. Partitions are cut by the user's coarse key (checked on a sample),
   or, without one, by what the form makes independent (the key of ``by_key`` under a
   Python equality, the canonical value of ``unordered`` under a tolerance); failing both,
@@ -34,9 +34,9 @@ from matcher.spark.equality_sql import (
     sql_unsupported,
 )
 from matcher.spark.forms import Layout, layout_of
-from matcher.spark.general import check_coarse_key, partitioned_union, run_general
-from matcher.spark.grouped import grouped_plan, run_grouped
-from matcher.spark.keyed import matching_plan
+from matcher.spark.grouped_run import grouped_plan, run_grouped
+from matcher.spark.grouped_sql import matching_plan
+from matcher.spark.per_partition import check_coarse_key, partitioned_union, run_per_partition
 from matcher.spark.result import build_verdict
 from matcher.spark.schema import Streams, reconcile, require_columns
 from matcher.spark.screen import run_screened, screenable, screening_plan
@@ -175,7 +175,7 @@ class SparkComparison:
                 check_coarse_key(
                     streams, route.checked_coarse_key, self.dependence, self.equality, lengths
                 )
-            outcome = run_general(
+            outcome = run_per_partition(
                 streams, self.dependence, self.equality, route.partition_by, self.limit, notes
             )
         verdict = build_verdict(

@@ -9,7 +9,7 @@ positions and pairs are found by position, not by a window over one giant group.
 
 Forms the SQL plan cannot express (punctuation, arbitrary predicates, typed graphs with
 edges between non-barrier types, barrier or type tests written as Python functions) get
-a reason instead, and go to the per-partition path (``matcher.spark.general``).
+a reason instead, and go to the per-partition path (``matcher.spark.per_partition``).
 
 Tolerances. A chain compared rank by rank is exact under a tolerance too: the only
 order-keeping pairing of two chains pairs their ranks, so the grouped plan keeps chains

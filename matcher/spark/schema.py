@@ -22,7 +22,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType, _parse_datatype_string
+from pyspark.sql.types import DataType, StructField, StructType
 
 from matcher.errors import InputError
 from matcher.schema import (
@@ -181,7 +181,7 @@ def reconcile(
                 if c.reference == c.type
                 else k.dataType
                 if c.candidate == c.type
-                else _parse_datatype_string(c.type)
+                else DataType.fromDDL(c.type)
             )
             ref_columns.append(_as(c.name, c.reference, c.type))
             cand_columns.append(_as(c.name, c.candidate, c.type))

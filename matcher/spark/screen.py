@@ -1,7 +1,7 @@
 """Screening: which groups agree, decided by one sort of small rows instead of the full plan.
 
 Most nightly comparisons are equivalent, and in a divergent one most keys still agree. The
-grouped plan (``matcher.spark.keyed``) carries every column through several windows; this
+grouped plan (``matcher.spark.grouped_sql``) carries every column through several windows; this
 plan carries five longs per event and decides, per group, whether the two sides agree:
 
 * per event, a 64-bit digest of its *canonical* compared values (``Equality.canonical``
@@ -47,9 +47,8 @@ from matcher.dependence import Dependence
 from matcher.equality import Equality
 from matcher.errors import InputError
 from matcher.spark.equality_sql import canonical_value, compared_fields, ident, is_nan
-from matcher.spark.general import match_partitions
-from matcher.spark.grouped import EXACT_LIMIT, Outcome
-from matcher.spark.keyed import (
+from matcher.spark.grouped_run import EXACT_LIMIT, Outcome
+from matcher.spark.grouped_sql import (
     GROUP,
     KEYED,
     SIDE,
@@ -57,6 +56,7 @@ from matcher.spark.keyed import (
     GroupedPlan,
     tagged_union,
 )
+from matcher.spark.per_partition import match_partitions
 from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import ORD, POS, Streams, column
 
@@ -276,7 +276,7 @@ def run_screened(
     streams: Streams, plan: GroupedPlan, dependence: Dependence, limit: int
 ) -> Outcome:
     """Screen, then match the groups that disagree with the core's loop, partitioned by
-    group (``matcher.spark.general``): they hold every event the core leaves unmatched.
+    group (``matcher.spark.per_partition``): they hold every event the core leaves unmatched.
 
     Up to ``EXACT_LIMIT`` events in those groups, what the loops leave is explained on the
     driver, all together, as the core explains it; beyond, each partition explains its own

@@ -1,7 +1,7 @@
 """Reading an output as a stream: a DataFrame with a dense 0-based position, ``__pos``.
 
 Stream order is the spec's ``order_by`` columns or, without them, files in name order and
-rows in file order, as ``parity.readers`` reads the same output without Spark. Spark plans a
+rows in file order, as ``matcher.files.readers`` reads the same output without Spark. Spark plans a
 scan by size, not by name: it packs small files into one partition in any order and splits
 a large file into several. So positions never come from partition order. Each row's file
 and split come from the hidden ``_metadata`` column and its place inside the split from
@@ -30,13 +30,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from matcher.errors import InputError
+from matcher.formats import check_format, format_of_path, spark_format
 from matcher.spark.columns import check_column_names
 from matcher.spark.equality_sql import literal
 from matcher.spark.kinds import keep_json_kinds
 from matcher.spark.schema import ORD, POS, column
 
-FORMATS = ("parquet", "json", "jsonl", "csv")
-_EXTENSIONS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
 _ID = "__p_id"
 _FIRST = "__p_first_id"
 _OFFSET = "__p_offset"
@@ -98,7 +97,7 @@ def _name(path: str | Path | DataFrame) -> str:
     return "(a DataFrame)" if isinstance(path, DataFrame) else str(path)
 
 
-def _load(spark: SparkSession, path: str | Path | DataFrame, format: str | None) -> DataFrame:
+def load_output(spark: SparkSession, path: str | Path | DataFrame, format: str | None) -> DataFrame:
     return _open(spark, path, format)[0]
 
 
@@ -112,42 +111,17 @@ def _open(
     text = str(path)
     if not text:
         raise InputError("an output path is empty")
-    if format is not None and format not in FORMATS:
-        raise InputError(f"{text}: unknown format {format!r} (known: {', '.join(FORMATS)})")
+    check_format(format, text)
     try:
         if format is None and "/" not in text and spark.catalog.tableExists(text):
             return spark.table(text), None
-        kind = "json" if format == "jsonl" else (format or _guess_format(text))
+        kind = spark_format(format) if format else format_of_path(text)
         reader = spark.read
         if kind == "csv":
             reader = reader.option("header", True).option("nullValue", _NO_NULL)
         return reader.format(kind).load(text), kind
     except AnalysisException as exc:
         raise InputError(f"{text}: {_first_line(exc)}") from exc
-
-
-def _guess_format(text: str) -> str:
-    root = Path(text)
-    if not root.exists():
-        raise InputError(f"{text}: no such file or directory (or give the format)")
-    files = (
-        [p for p in root.iterdir() if not p.name.startswith((".", "_"))]
-        if root.is_dir()
-        else [root]
-    )
-    found = {_EXTENSIONS.get(_suffix(p)) for p in files if p.is_file()}
-    found.discard(None)
-    if len(found) != 1:
-        shown = ", ".join(sorted(str(f) for f in found)) or "no data files"
-        raise InputError(f"{text}: cannot tell the format ({shown}): give the format")
-    return str(found.pop())
-
-
-def _suffix(path: Path) -> str:
-    suffixes = [s.lower() for s in path.suffixes]
-    if suffixes and suffixes[-1] == ".gz":
-        suffixes.pop()
-    return suffixes[-1] if suffixes else ""
 
 
 def _first_line(exc: BaseException) -> str:

@@ -13,7 +13,7 @@ production); the schema is created and changed by Alembic migrations only
 Alembic and psycopg (an import contract checks it).
 """
 
-from matcher.store.config import database_url
+from matcher.store.config import DATA_DOCS_DIR, database_url
 from matcher.store.errors import StoreError, UnknownRunError
 from matcher.store.lease import Heartbeat, lease_seconds
 from matcher.store.migrate import upgrade
@@ -30,6 +30,7 @@ from matcher.store.records import (
 from matcher.store.repository import Store
 
 __all__ = [
+    "DATA_DOCS_DIR",
     "ColumnStat",
     "ExpectationRecord",
     "ExpiredRun",

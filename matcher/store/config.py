@@ -28,6 +28,8 @@ HOME_VARIABLE = "PARITY_HOME"
 CONFIG_FILE = "parity.toml"
 DEFAULT_HOME = "~/.parity"
 DATABASE_FILE = "parity.db"
+#: the Great Expectations Data Docs site, under a run's report folder (``RunRecord.report_path``)
+DATA_DOCS_DIR = "data_docs"
 
 
 def database_url(explicit: str | None = None) -> str:

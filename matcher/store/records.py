@@ -16,12 +16,12 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 from matcher.schema import SchemaDiff
 from matcher.serialize import json_safe
 from matcher.store.errors import StoreError
-from matcher.verdict import KINDS, Divergence, Verdict
+from matcher.verdict import KINDS, Divergence, Kind, Verdict
 
 COMPARISON = "comparison"
 RUN_VERDICTS = ("equivalent", "divergent", "noisy", "error")
@@ -108,6 +108,21 @@ class StoredDivergence:
             partner_reference_position=divergence.partner_reference_position,
             partner_candidate_position=divergence.partner_candidate_position,
             noisy=noisy,
+        )
+
+    def to_divergence(self) -> Divergence:
+        """The witness as the matcher's ``Divergence`` (its values as stored: JSON-safe), for
+        ``Divergence.explain()``; ``ordinal`` and ``noisy`` are the store's own."""
+        return Divergence(
+            cast(Kind, self.kind),  # one of KINDS: the store writes no other
+            self.key,
+            self.reference_position,
+            self.candidate_position,
+            self.reference_event,
+            self.candidate_event,
+            self.columns,
+            self.partner_reference_position,
+            self.partner_candidate_position,
         )
 
 

@@ -5,7 +5,7 @@
     GET /parity/                           history: ?validation= &verdict= &trigger=
                                            &since=YYYY-MM-DD &until=YYYY-MM-DD &limit= &offset=
     GET /parity/trends                     trends per validation: ?validation= &runs=N
-    GET /parity/runs/{run_id}              the run's report (``parity.report``)
+    GET /parity/runs/{run_id}              the run's report (``parity.views.report``)
     GET /parity/runs/{run_id}/data-docs/…  the run's Great Expectations Data Docs
     GET /parity/api/runs                   the history as JSON (same filters)
     GET /parity/api/runs/{run_id}          the run's report document
@@ -51,10 +51,9 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from expectations import DATA_DOCS_DIR
-from matcher.store import RunRecord, Store, StoreError
-from parity.gate import gate_status
-from parity.report import DATA_DOCS_LINK, render_report_html, report_document
+from matcher.store import DATA_DOCS_DIR, RunRecord, Store, StoreError
+from parity.views.gate import gate_status
+from parity.views.report import DATA_DOCS_LINK, render_report_html, report_document
 from parity_ui.datadocs import open_data_docs_file
 from parity_ui.filters import (
     MAX_TREND_RUNS,

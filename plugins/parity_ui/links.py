@@ -17,6 +17,8 @@ from urllib.parse import quote
 
 from airflow.sdk import BaseOperatorLink
 
+from matcher.store.run_ids import pipeline_run_id
+
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
@@ -46,7 +48,7 @@ def dag_run_path(dag_id: str, dag_run_id: str) -> str:
 
 def parity_run_id(dag_id: str, dag_run_id: str) -> str:
     """The Parity run id of a DAG run's match task (the DAG passes ``--run-id`` so)."""
-    return f"{dag_id}/{dag_run_id}"
+    return pipeline_run_id(dag_id, dag_run_id)
 
 
 def is_match_task(task_id: str) -> bool:

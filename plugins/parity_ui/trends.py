@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matcher.store import RunSummary
-from parity.history import describe_counts
+from parity.views.history import describe_counts
 from parity_ui.views import Roots, when
 
 KINDS = ("loss", "duplication", "reordering", "corruption")

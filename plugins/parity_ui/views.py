@@ -1,6 +1,6 @@
 """What the history page and the JSON API show of a run: plain values, no HTML.
 
-The cells use the same wording as ``parity history`` (``parity.history``), and a JSON
+The cells use the same wording as ``parity history`` (``parity.views.history``), and a JSON
 entry is ``parity history --json``'s entry plus the run's links, so the page, the API and
 the command line list the same runs the same way. Escaping is the templates' job
 (autoescaped Jinja2): nothing here is markup.
@@ -14,7 +14,7 @@ from typing import Any
 
 from matcher.schema import SchemaDiff
 from matcher.store import RunSummary
-from parity.history import (
+from parity.views.history import (
     NONE,
     describe_counts,
     describe_duration,

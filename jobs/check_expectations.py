@@ -1,0 +1,160 @@
+"""The expectations job: data-quality expectations on the outputs, stored beside the verdict.
+
+    PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[2]' \\
+        jobs/check_expectations.py --run-id RUN_ID --db URL --spec validations/taxi.yaml \\
+        --candidate out/candidate [--reference out/reference] --report-dir RUN_DIR/report \\
+        [--root REPO]
+
+Runs the spec's suites (``expectations.suites``, JSON files relative to ``--root``, default
+the repository holding this job) on each side of ``expectations.sides``, and the
+expectations derived from the reference output (``expectations.derived``, needs
+``--reference``) on the candidate, with Great Expectations 1.x; stores every result with
+``Store.record_expectations`` (replacing the run's earlier ones) and writes the GX Data Docs
+site to ``REPORT_DIR/data_docs/index.html``. The gate policy decides later whether failed
+expectations close the gate.
+
+Exit codes: 0 when the expectations ran (even if some failed), 2 on error: a missing or
+malformed suite file, a suite naming a column the output lacks, an unreadable output, a run
+that was never started. An error is one line on stderr, ``expectations: error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from expectations.suites import (
+    Suite,
+    check_columns,
+    load_suite,
+    referenced_columns,
+)
+from jobs.entry import run_job, session
+from matcher.errors import InputError, SpecError
+from matcher.spec import Spec, load_spec
+from matcher.store import DATA_DOCS_DIR, ExpectationRecord, Store, UnknownRunError
+
+EXIT_OK, EXIT_ERROR = 0, 2
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="expectations", description=__doc__.splitlines()[0])
+    parser.add_argument("--run-id", required=True, help="the run the results belong to")
+    parser.add_argument("--db", metavar="URL", help="results database (default: PARITY_DB_URL)")
+    parser.add_argument("--spec", required=True, metavar="SPEC.yaml", help="validation spec")
+    parser.add_argument("--candidate", required=True, metavar="PATH", help="candidate output")
+    parser.add_argument("--reference", metavar="PATH", help="reference output")
+    parser.add_argument("--report-dir", metavar="DIR", help="the run's report folder")
+    parser.add_argument(
+        "--root", default=str(ROOT), metavar="DIR", help="where relative suite paths start"
+    )
+    return parser
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to run: each user suite with the sides it runs on; whether to derive."""
+
+    suites: tuple[tuple[Suite, str], ...]
+    derive: bool
+
+
+def plan_expectations(spec: Spec, root: Path, *, has_reference: bool) -> Plan:
+    """Read the spec's suite files and decide what runs where (no Spark, no GX)."""
+    settings = spec.expectations
+    suites = []
+    names: dict[str, str] = {}
+    for i, path in enumerate(settings.suites):
+        where = f"{spec.source}: expectations.suites[{i}]"
+        suite = load_suite(Path(path) if Path(path).is_absolute() else root / path, where)
+        if names.setdefault(suite.name, suite.source) != suite.source:
+            raise SpecError(
+                f"{where}: suite name {suite.name!r} is also the name of {names[suite.name]}"
+            )
+        suites.append(suite)
+    if "reference" in settings.sides and suites and not has_reference:
+        raise InputError(
+            f"{spec.source}: expectations.sides: lists reference, but no --reference was given"
+        )
+    return Plan(
+        suites=tuple((suite, side) for side in settings.sides for suite in suites),
+        derive=settings.derived.enabled and has_reference,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_job("expectations", lambda: _check(args))
+
+
+def _check(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    plan = plan_expectations(spec, Path(args.root), has_reference=args.reference is not None)
+    with Store.open(args.db) as store:
+        if store.get_run(args.run_id) is None:
+            raise UnknownRunError(f"no run {args.run_id!r} in {store.url}")
+        docs = Path(args.report_dir) / DATA_DOCS_DIR if args.report_dir else None
+        results = _run(spec, plan, args.candidate, args.reference, docs)
+        store.record_expectations(args.run_id, results)
+    print(summary(args.run_id, results, docs))
+    return EXIT_OK
+
+
+def _run(
+    spec: Spec, plan: Plan, candidate: str, reference: str | None, docs: Path | None
+) -> list[ExpectationRecord]:
+    if not plan.suites and not plan.derive:
+        return []
+    from expectations.derived import derive_suite, profile_output
+    from expectations.runner import run_expectations
+    from matcher.spark.streams import load_output  # the match job's reader: same formats
+
+    spark = session("expectations")
+    outputs = {"candidate": load_output(spark, candidate, spec.output.format)}
+    if reference is not None:
+        outputs["reference"] = load_output(spark, reference, spec.output.format)
+    for suite, side in plan.suites:
+        check_columns(suite, outputs[side].columns, suite.source, side)
+    work = list(plan.suites)
+    if plan.derive:
+        profile = profile_output(outputs["reference"], spec.dependence.key or ())
+        tolerances = {c: (t.abs, t.rel) for c, t in spec.equality.tolerance.items()}
+        derived = derive_suite(
+            profile,
+            spec.expectations.derived,
+            ignore=spec.equality.ignore,
+            tolerances=tolerances,
+        )
+        work.append((_present(derived, outputs["candidate"].columns), "candidate"))
+    return run_expectations(outputs, work, docs)
+
+
+def _present(suite: Suite, columns: Sequence[str]) -> Suite:
+    """The derived suite without expectations on columns the candidate lacks: its
+    column-set expectation already fails for them, and GX would raise on each."""
+    known = set(columns)
+    kept = tuple(e for e in suite.expectations if all(c in known for _, c in referenced_columns(e)))
+    return replace(suite, expectations=kept)
+
+
+def summary(run_id: str, results: Sequence[ExpectationRecord], docs: Path | None) -> str:
+    """One line: how many expectations were met, per suite and side."""
+    if not results:
+        return f"expectations: {run_id}: nothing to run"
+    groups: dict[tuple[str, str], list[bool]] = {}
+    for r in results:
+        groups.setdefault((r.suite, r.side), []).append(r.success)
+    parts = ", ".join(
+        f"{suite} on {side} {sum(ok)}/{len(ok)}" for (suite, side), ok in groups.items()
+    )
+    met = sum(r.success for r in results)
+    where = f"; Data Docs {docs / 'index.html'}" if docs is not None else ""
+    return f"expectations: {run_id}: {met} of {len(results)} met ({parts}){where}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

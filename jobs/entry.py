@@ -1,0 +1,65 @@
+"""What every Parity Spark job shares: its session and how it ends.
+
+    def main(argv=None) -> int:
+        args = build_parser().parse_args(argv)
+        return run_job("match", lambda: run(args))
+
+``run_job`` turns every failure into exit 2 and one line on stderr, never exit 1 (which
+means *divergent*) and never a traceback: Parity's own errors and the foreign ones a user
+can act on (``matcher.spark.failures.known_failure``: Spark's analysis errors, a spec's
+function that raised, text that is not UTF-8) as ``JOB: error: ...``; anything else as
+``JOB: internal error: ...`` naming the file its traceback was saved to.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from matcher.errors import ParityError
+from matcher.failures import internal_error_line
+from matcher.spark.failures import known_failure
+
+EXIT_ERROR = 2
+
+
+def session(job: str, *, conf: Mapping[str, str] | None = None) -> Any:
+    """The job's SparkSession (master and the rest come from spark-submit), quiet below WARN."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(f"parity-{job}")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def fail(job: str, exc: BaseException) -> int:
+    """Print ``JOB: error: MESSAGE`` (whitespace folded to one line); the exit code, 2."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    print(f"{job}: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def run_job(
+    job: str,
+    body: Callable[[], int],
+    *,
+    functions: Mapping[str, Callable[..., Any]] | None = None,
+) -> int:
+    """``body()``'s exit code, or 2 with one line on stderr when it raises.
+
+    ``functions``: the spec's ``module:function`` references, so that an exception raised
+    inside one of them is reported as the spec's (``known_failure``)."""
+    try:
+        return body()
+    except (ParityError, OSError) as exc:
+        return fail(job, exc)
+    except Exception as exc:
+        known = known_failure(exc, functions)
+        if known is not None:
+            return fail(job, known)
+        print(internal_error_line(exc, job), file=sys.stderr)
+        return EXIT_ERROR

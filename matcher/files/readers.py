@@ -1,0 +1,324 @@
+"""Read an output (a file or a Spark output directory) as a stream of events, lazily.
+
+    for event in read_events("out/candidate/"):      # part files in name order
+        ...
+
+Formats, chosen by ``format`` or else by each file's extension:
+
+* JSON lines (``.jsonl``, ``.json``; what Spark's JSON writer produces): one object per
+  line; blank lines are skipped. A field an object lacks reads as null when the caller
+  names the output's columns (Spark's writer drops null fields).
+* CSV (``.csv``): a header line, then rows. CSV carries no types, so every value stays a
+  string, the empty string included: a spec compares CSV outputs as text (a tolerance
+  never applies to a string). A zero-byte file is an empty stream (Spark writes one for an
+  empty partition); a header-only file too.
+* Parquet (``.parquet``): read a row group batch at a time, so memory stays constant. A
+  map column's values are dicts, as on the Spark engine.
+
+``.gz`` after ``.jsonl``, ``.json`` or ``.csv`` is read through gzip. A directory stands for
+its data files in name order (Spark's part numbers), skipping ``_SUCCESS``, ``.crc`` and
+hidden files; a subdirectory other than ``_temporary``-like ones is refused, because a
+partitioned output keeps column values in directory names that rows lack.
+
+Column names may not repeat, nor differ only in case (``matcher.columns`` says why): a CSV
+header or a Parquet file's schema that breaks either rule is an error, and so is a JSON
+object that names a key twice, at any depth. JSON names that differ only in case, in one
+object or across objects, are found by the schema's inference, which reads every object
+(``matcher.files.output_schema``; ``json_name_error`` then finds the line).
+
+Every problem is an ``InputError`` of one line naming the file (and line, where there is
+one): the CLI prints it as is.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import gzip
+import io
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from matcher.columns import (
+    NameProblem,
+    RepeatedKeyError,
+    check_groups,
+    decode_checked,
+    decode_plain,
+    json_groups,
+    json_problem,
+    name_problem,
+    vouches_unique,
+)
+from matcher.errors import InputError
+from matcher.files.arrow_columns import check_arrow_schema
+from matcher.formats import FORMATS, check_format, format_of_name, is_data_file
+
+PARQUET_BATCH_ROWS = 8192
+#: how many JSON objects ``read_columns`` looks at: Spark drops null fields from JSON lines,
+#: so one object may lack a column that the output has
+COLUMN_SAMPLE = 1000
+
+Event = dict[str, Any]
+
+
+def read_events(
+    path: str | Path, format: str | None = None, columns: Sequence[str] = ()
+) -> Iterator[Event]:
+    """The events of ``path`` in stream order: files in name order, rows in file order.
+
+    A JSON object that lacks one of ``columns`` gets it as null: Spark's JSON writer drops
+    null fields, so a missing field *is* a null (``read_columns`` finds the columns)."""
+    for file, file_format in data_files(path, format):
+        events = _read_file(file, file_format)
+        if columns and file_format in ("json", "jsonl"):
+            events = _with_nulls(events, columns)
+        yield from events
+
+
+def _with_nulls(events: Iterator[Event], columns: Sequence[str]) -> Iterator[Event]:
+    wanted = frozenset(columns)
+    for event in events:
+        if not event.keys() >= wanted:
+            for column in columns:
+                event.setdefault(column, None)
+        yield event
+
+
+def read_columns(path: str | Path, format: str | None = None) -> tuple[str, ...] | None:
+    """The output's columns, or ``None`` when the output has no rows to tell (empty JSON).
+
+    Parquet: the schema of the first file; CSV: the first header; JSON lines: the keys of
+    the first ``COLUMN_SAMPLE`` objects, in order of first appearance.
+    """
+    files = data_files(path, format)
+    seen: dict[str, None] = {}
+    sampled = 0
+    for file, file_format in files:
+        if file_format == "parquet":
+            parquet = _parquet_file(file)
+            try:
+                return tuple(parquet.schema_arrow.names)
+            finally:
+                parquet.close()
+        if file_format == "csv":
+            header = next(_csv_records(file), None)
+            if header is not None:
+                return tuple(header[1])
+            continue
+        for _, event in _json_objects(file):
+            seen.update(dict.fromkeys(event))
+            sampled += 1
+            if sampled >= COLUMN_SAMPLE:
+                return tuple(seen)
+    return tuple(seen) if seen else None
+
+
+def data_files(path: str | Path, format: str | None = None) -> list[tuple[Path, str]]:
+    """The files that make up the output at ``path``, each with its format, in order."""
+    if str(path) == "":
+        raise InputError("an output path is empty")
+    check_format(format, str(path))
+    root = Path(path)
+    if root.is_dir():
+        files = []
+        for child in sorted(root.iterdir(), key=lambda p: p.name):
+            if not is_data_file(child.name):
+                continue
+            if child.is_dir():
+                raise InputError(
+                    f"{child}: a subdirectory in an output (a partitioned output?) "
+                    "is not supported: point at a directory of data files"
+                )
+            files.append(child)
+        found = [(file, format or _format_of(file)) for file in files]
+        formats = {"json" if f == "jsonl" else f for _, f in found}  # both are JSON lines
+        if len(formats) > 1:
+            raise InputError(f"{path}: mixes formats ({', '.join(sorted(formats))})")
+        return found
+    if not root.exists():
+        raise InputError(f"{path}: no such file or directory")
+    return [(root, format or _format_of(root))]
+
+
+def _format_of(path: Path) -> str:
+    known = format_of_name(path)
+    if known is not None:
+        return known
+    raise InputError(
+        f"{path}: cannot tell the format from the name: set output.format in the spec "
+        f"({', '.join(FORMATS)})"
+    )
+
+
+def _read_file(path: Path, file_format: str) -> Iterator[Event]:
+    if file_format == "parquet":
+        yield from _parquet_events(path)
+    elif file_format == "csv":
+        yield from _csv_events(path)
+    else:
+        for _, event in _json_objects(path):
+            yield event
+
+
+def _open(path: Path) -> io.BufferedIOBase:
+    try:
+        if path.suffix.lower() == ".gz":
+            return gzip.GzipFile(path, "rb")
+        return path.open("rb")
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such file or directory") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Decoded lines with their 1-based numbers; a byte that is not UTF-8 is an error at its
+    line (decoding line by line is what lets the message say where)."""
+    with _open(path) as stream:
+        try:
+            for number, raw in enumerate(stream, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise InputError(
+                        f"{path}: line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} "
+                        f"at column {exc.start + 1})"
+                    ) from exc
+                if number == 1 and text.startswith(codecs.BOM_UTF8.decode("utf-8")):
+                    text = text[1:]
+                yield number, text
+        except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
+            raise InputError(f"{path}: cannot read: {exc}") from exc
+
+
+def _json_objects(path: Path) -> Iterator[tuple[int, Event]]:
+    """The file's objects with their lines; an object that names a key twice, at any depth,
+    is an error (``json.loads`` would keep the last value). A line is decoded without the
+    check when ``vouches_unique`` proves it needless; from the first line it cannot vouch
+    for (nested objects), the rest of the file is decoded with it."""
+    decode = decode_plain
+    for number, text in _lines(path):
+        text = text.rstrip("\r\n")
+        if not text.strip():
+            continue
+        try:
+            value = decode(text)
+            if decode is decode_plain and not vouches_unique(text, value):
+                decode = decode_checked
+                value = decode(text)
+        except RepeatedKeyError as exc:
+            raise _repeated_key_error(path, number, text) from exc
+        except json.JSONDecodeError as exc:
+            raise _malformed(path, number, text, exc) from exc
+        if not isinstance(value, dict):
+            raise InputError(
+                f"{path}: line {number}: expected a JSON object, got {type(value).__name__}"
+            )
+        yield number, value
+
+
+def _malformed(path: Path, number: int, text: str, exc: json.JSONDecodeError) -> InputError:
+    message = exc.msg
+    if text.startswith("\ufeff"):  # as json.loads says it
+        message = "Unexpected UTF-8 BOM (decode using utf-8-sig)"
+    return InputError(f"{path}: line {number}: malformed JSON: {message} (column {exc.pos + 1})")
+
+
+def _repeated_key_error(path: Path, number: int, text: str) -> InputError:
+    try:
+        problem = name_problem(json_groups(text))
+    except json.JSONDecodeError as exc:  # malformed after the repeat: the first error stands
+        return _malformed(path, number, text, exc)
+    paths = problem.paths if problem is not None else ()
+    return NameProblem(paths, repeated=True).error(f"{path}: line {number}", "object")
+
+
+def json_name_error(files: Iterable[Path]) -> InputError | None:
+    """The error for the first line of the JSON lines ``files`` whose names break a rule
+    of ``matcher.columns`` (names that differ only in case, in one object or from an
+    earlier one), if any: the whole output is read, so only once a check found a problem."""
+    lines = ((f"{file}: line {number}", text) for file in files for number, text in _lines(file))
+    found = json_problem(lines)
+    if found is None:
+        return None
+    where, problem = found
+    return problem.error(where, "object")
+
+
+def _csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Non-blank CSV records, each with the line it ends on."""
+    where = [0]
+
+    def texts(lines: Iterable[tuple[int, str]]) -> Iterator[str]:
+        for number, text in lines:
+            where[0] = number
+            yield text
+
+    reader = csv.reader(texts(_lines(path)), strict=True)
+    try:
+        for row in reader:
+            if row:
+                yield where[0], row
+    except csv.Error as exc:
+        raise InputError(f"{path}: line {where[0]}: malformed CSV: {exc}") from exc
+
+
+def _csv_events(path: Path) -> Iterator[Event]:
+    records = _csv_records(path)
+    first = next(records, None)
+    if first is None:
+        return
+    number, names = first
+    check_groups(f"{path}: line {number}", "header", [("", names)])
+    for number, row in records:
+        if len(row) != len(names):
+            raise InputError(
+                f"{path}: line {number}: expected {len(names)} fields as in the header, "
+                f"got {len(row)}"
+            )
+        yield dict(zip(names, row, strict=True))
+
+
+def _parquet_file(path: Path) -> Any:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:  # pyarrow is a dependency; this guards a partial install
+        raise InputError(f"{path}: reading Parquet needs pyarrow (pip install pyarrow)") from exc
+    try:
+        parquet = pq.ParquetFile(path)
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such file or directory") from exc
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(f"{path}: not a readable Parquet file: {_one_line(exc)}") from exc
+    try:
+        schema = parquet.schema_arrow
+    except Exception:  # pyarrow's errors vary by version: the caller's own read says it
+        return parquet
+    try:  # a row as a dict would keep one value of a name given twice
+        check_arrow_schema(str(path), schema)
+    except InputError:
+        parquet.close()
+        raise
+    return parquet
+
+
+def _parquet_events(path: Path) -> Iterator[Event]:
+    import pyarrow as pa
+
+    parquet = _parquet_file(path)
+    try:
+        for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            # A map as a dict, as the Spark engine's events hold it (not a list of pairs).
+            yield from batch.to_pylist(maps_as_pydicts="lossy")
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise InputError(f"{path}: cannot read Parquet rows: {_one_line(exc)}") from exc
+    finally:
+        parquet.close()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

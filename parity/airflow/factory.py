@@ -1,0 +1,302 @@
+"""Airflow DAGs from validation specs: one DAG per ``dags/validations/<name>.yaml``.
+
+    # dags/parity_validations.py
+    globals().update(validation_dags(Path(__file__).parent))
+
+Each DAG runs one validation::
+
+    plan ─► slice_input ─┬─► run_reference ──┐
+                         ├─► run_candidate ──┼─► match ─► [expectations] ─► record ─► gate
+                         └─► rerun_reference ┘   (rerun only with noise.reference_runs: 2)
+
+``plan`` checks the run's parameters and fixes the slice window, the jobs' command lines
+and the run's workspace (``parity.airflow.plan``) before any Spark job starts; the Spark jobs are
+``SparkSubmitOperator`` tasks against the connection ``PARITY_SPARK_CONN_ID`` (default
+``spark_default``); ``match`` records the verdict; ``record`` computes the gate and stores
+it; ``gate`` fails the DAG run when it is closed.
+
+A spec that does not load is left out here and reported by ``raise_spec_errors``, which the
+second DAG file, ``dags/parity_spec_errors.py``, calls: Airflow shows import errors per
+file, so one bad spec becomes one import error naming its file and key while the other
+validations' DAGs still load.
+
+Nothing here reads anything at import time but the spec files.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from matcher.errors import ParityError, SpecError
+from matcher.spec import Spec, parse_duration, parse_spec, parse_yaml
+from matcher.store.config import DEFAULT_HOME, HOME_VARIABLE
+from parity.airflow.plan import (
+    PARAMS,
+    PLAN_TASK,
+    RunContext,
+    RunPlan,
+    check_files,
+    describe_window,
+    effective_spec_text,
+    plan_run,
+    prepare_workspace,
+)
+
+CONN_VARIABLE = "PARITY_SPARK_CONN_ID"
+DEFAULT_CONN_ID = "spark_default"
+VALIDATIONS_VARIABLE = "PARITY_VALIDATIONS_DIR"
+START_DATE = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+TAGS = ["parity", "validation"]
+#: A task that fails by accident (a lost executor, a busy SQLite store) gets one more try; a
+#: user's error (bad parameters, a closed gate) fails at once (AirflowFailException). A
+#: retried match replaces its run in the store (same run id, next --task-try).
+DEFAULT_ARGS = {"owner": "parity", "retries": 1, "retry_delay": dt.timedelta(seconds=30)}
+
+
+class InvalidValidationSpecs(SpecError):
+    """One or more validation specs do not load; each line names the file and the key."""
+
+
+def dag_id_for(validation: str) -> str:
+    """The DAG that runs a validation: ``parity_<name>``."""
+    return f"parity_{validation}"
+
+
+def parity_home() -> Path:
+    """``PARITY_HOME`` (default ``~/.parity``): run workspaces live in its ``runs/``."""
+    return Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME).expanduser()
+
+
+def validations_dir(dags_folder: Path) -> Path:
+    """Where the specs are: ``PARITY_VALIDATIONS_DIR``, else ``<dags folder>/validations``."""
+    named = os.environ.get(VALIDATIONS_VARIABLE)
+    return Path(named).expanduser() if named else dags_folder / "validations"
+
+
+def load_validations(directory: Path, root: Path) -> tuple[list[Spec], list[str]]:
+    """Every spec in ``directory`` (``*.yaml``, ``*.yml``, by name) that loads and can run
+    as a pipeline, and one line per one that does not."""
+    specs: list[Spec] = []
+    errors: list[str] = []
+    seen: dict[str, str] = {}
+    paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
+    for path in paths:
+        shown = _shown(path, root)
+        try:
+            spec = parse_spec(
+                parse_yaml(path.read_text(encoding="utf-8"), shown), shown, base_dir=path.parent
+            )
+            check_pipeline(spec)
+            if spec.name in seen:
+                raise SpecError(
+                    f"{shown}: name: {spec.name!r} is already used by {seen[spec.name]}"
+                )
+        except (SpecError, OSError, UnicodeDecodeError) as exc:
+            errors.append(" ".join(str(exc).split()))
+            continue
+        seen[spec.name] = shown
+        specs.append(spec)
+    return specs, errors
+
+
+def check_pipeline(spec: Spec) -> None:
+    """What a spec needs beyond ``parity compare``: both applications, the input, and a
+    schedule Airflow accepts."""
+    for section in ("reference", "candidate", "input"):
+        if getattr(spec, section) is None:
+            raise SpecError(f"{spec.source}: {section}: required by the Airflow pipeline")
+    timetable(spec)
+
+
+def timetable(spec: Spec) -> Any:
+    """The spec's schedule as a timetable whose data interval is the slice window: a cron
+    trigger with ``interval = input.slice.window``, else the interval between cron ticks."""
+    if spec.schedule is None:
+        return None
+    from airflow.sdk import CronDataIntervalTimetable, CronTriggerTimetable
+    from airflow.sdk.exceptions import AirflowTimetableInvalid
+
+    chosen = spec.input.slice if spec.input is not None else None
+    table: Any
+    if chosen is not None and chosen.window is not None:
+        table = CronTriggerTimetable(
+            spec.schedule, timezone="UTC", interval=parse_duration(chosen.window)
+        )
+    else:
+        table = CronDataIntervalTimetable(spec.schedule, timezone="UTC")
+    try:
+        table.validate()
+    except AirflowTimetableInvalid as exc:
+        raise SpecError(f"{spec.source}: schedule: {exc}") from exc
+    return table
+
+
+def validation_dags(dags_folder: Path) -> dict[str, Any]:
+    """``{dag_id: DAG}`` for every spec that loads (``dags_folder``'s parent is the
+    repository root that relative paths in specs start from)."""
+    root = dags_folder.resolve().parent
+    specs, _ = load_validations(validations_dir(dags_folder), root)
+    conn_id = os.environ.get(CONN_VARIABLE) or DEFAULT_CONN_ID
+    return {dag_id_for(spec.name): build_dag(spec, root=root, conn_id=conn_id) for spec in specs}
+
+
+def raise_spec_errors(dags_folder: Path) -> None:
+    """Raise one ``InvalidValidationSpecs`` listing every spec that does not load."""
+    root = dags_folder.resolve().parent
+    _, errors = load_validations(validations_dir(dags_folder), root)
+    if len(errors) == 1:
+        raise InvalidValidationSpecs(errors[0])
+    if errors:
+        lines = "\n".join(errors)
+        raise InvalidValidationSpecs(f"{len(errors)} validation specs do not load:\n{lines}")
+
+
+def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
+    """The validation's DAG (see the module docstring for its tasks)."""
+    from airflow.sdk import DAG, task
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from parity.airflow.gate import record_gate
+    from parity.airflow.operators import ExpectationsOperator, ParitySparkSubmitOperator
+    from parity.airflow.tasks import fail_running_match, params_for
+
+    def submit(task_id: str, job: str, **options: Any) -> Any:
+        return ParitySparkSubmitOperator(
+            task_id=task_id, job=job, conn_id=conn_id, doc_md=_TASK_DOCS[task_id], **options
+        )
+
+    with DAG(
+        dag_id=dag_id_for(spec.name),
+        description=f"Parity: is {spec.name}'s candidate equivalent to its reference?",
+        schedule=timetable(spec),
+        start_date=START_DATE,
+        catchup=False,
+        tags=TAGS,
+        doc_md=dag_doc(spec),
+        params=params_for(spec),
+        default_args=DEFAULT_ARGS,
+    ) as dag:
+
+        @task(task_id=PLAN_TASK, doc_md=_TASK_DOCS[PLAN_TASK])
+        def plan(**context: Any) -> dict[str, Any]:
+            run = context["dag_run"]
+            run_context = RunContext(
+                dag_id=run.dag_id,
+                dag_run_id=run.run_id,
+                run_type=str(run.run_type),
+                interval_start=context.get("data_interval_start"),
+                interval_end=context.get("data_interval_end"),
+                params={k: context["params"].get(k) for k in PARAMS},
+            )
+            try:
+                made = plan_run(spec, run_context, root=root, home=parity_home())
+                check_files(made, spec, root)
+            except ParityError as exc:  # a user's error: fail now, no retry, no Spark job
+                raise AirflowFailException(str(exc)) from None
+            prepare_workspace(made, effective_spec_text(spec, made.overrides, root))
+            print(f"parity: {made.run_id}: slice {describe_window(made.slice)}")
+            print(f"parity: workspace {made.run_dir}")
+            return made.to_dict()
+
+        @task(task_id="record", trigger_rule="all_done", doc_md=_TASK_DOCS["record"])
+        def record(**context: Any) -> dict[str, Any]:
+            ti = context["ti"]
+            document = ti.xcom_pull(task_ids=PLAN_TASK)
+            if document is None:  # the plan failed: nothing ran, there is no run to record
+                raise AirflowFailException("no run to record: the plan task rejected the run")
+            made = RunPlan.from_dict(document)
+            run = context["dag_run"]
+            states = ti.get_task_states(dag_id=run.dag_id, run_ids=[run.run_id])
+            failed = sorted(
+                task_id
+                for task_id, state in states.get(run.run_id, {}).items()
+                if state == "failed" and task_id not in ("record", "gate")
+            )
+            return record_gate(made, spec, failed)
+
+        @task(task_id="gate", doc_md=_TASK_DOCS["gate"])
+        def gate(**context: Any) -> None:
+            decision = context["ti"].xcom_pull(task_ids="record")
+            print(
+                f"parity: gate {'open' if decision['passed'] else 'closed'}: {decision['reason']}"
+            )
+            if not decision["passed"]:
+                raise AirflowFailException(f"gate closed: {decision['reason']}")
+
+        planned = plan()
+        runs = [submit("run_reference", "reference"), submit("run_candidate", "candidate")]
+        if spec.noise.reference_runs > 1:
+            runs.append(submit("rerun_reference", "rerun"))
+        # A match job killed outright cannot mark its run failed: this callback does.
+        match = submit("match", "match", on_failure_callback=fail_running_match)
+        planned >> submit("slice_input", "slice") >> runs >> match
+        # The expectations step: suites and reference-derived expectations.
+        expectations = ExpectationsOperator(root=root, conn_id=conn_id)
+        match >> expectations >> record() >> gate()
+    return dag
+
+
+def dag_doc(spec: Spec) -> str:
+    """The DAG's page text: what it compares, on what, and how to run it ad hoc."""
+    assert spec.reference is not None and spec.candidate is not None and spec.input is not None
+    chosen = spec.input.slice
+    window = "the whole capture"
+    if chosen is not None and chosen.column is not None:
+        fixed = chosen.fixed_window()
+        window = (
+            f"`{chosen.column}` in [{fixed[0].isoformat()}, {fixed[1].isoformat()})"
+            if fixed is not None
+            else f"`{chosen.column}` in the run's data interval"
+        )
+    sample = (
+        "" if chosen is None or chosen.sample is None else f", keys sampled at {chosen.sample:g}"
+    )
+    runs = spec.noise.reference_runs
+    lines = [
+        f"# Parity validation `{spec.name}`",
+        "",
+        f"Spec: `{spec.source}`",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| reference | `{_app(spec.reference)}` |",
+        f"| candidate | `{_app(spec.candidate)}` |",
+        f"| input | `{spec.input.path}` ({spec.input.format or 'format from the files'}) |",
+        f"| slice | {window}{sample} |",
+        f"| dependence | `{spec.build_dependence().describe()}` |",
+        f"| noise | reference run {runs} time{'s' if runs > 1 else ''} |",
+        f"| schedule | `{spec.schedule or 'none (ad hoc only)'}` |",
+        "",
+        "Trigger with parameters to run ad hoc: another candidate application, arguments or "
+        "version, a slice window, a sample fraction, or another dependence or equality. "
+        "The `gate` task fails when the verdict does not pass the spec's gate policy.",
+    ]
+    return "\n".join(lines)
+
+
+def _app(app: Any) -> str:
+    version = f" (version {app.version})" if app.version else ""
+    return " ".join([app.application, *app.args]) + version
+
+
+def _shown(path: Path, root: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+_TASK_DOCS: Mapping[str, str] = {
+    "plan": "Checks the run's parameters; fixes the slice window, the jobs and the workspace.",
+    "slice_input": "Materialises the input slice from the capture (jobs/slice.py).",
+    "run_reference": "Runs the reference application on the slice.",
+    "run_candidate": "Runs the candidate application on the slice.",
+    "rerun_reference": "Runs the reference again with other partitioning, to measure noise.",
+    "match": "Matches the outputs (jobs/match.py) and records the verdict in the store.",
+    "record": "Computes the gate from the verdict and the spec's gate policy; stores it.",
+    "gate": "Fails the DAG run when the gate is closed.",
+}

@@ -1,0 +1,78 @@
+"""The pipeline's ``record`` step: decide a run's gate and store it with the run, once.
+
+    record_gate(plan, spec, failed_tasks=[])   # {"passed": True, "reason": "..."}
+
+``record_run_gate`` decides with ``parity.views.gate.decide`` (the spec's gate policy on the
+run's verdict and expectation results) and stores the decision with ``Store.set_gate``; the
+``gate`` task reads it back. No Airflow import: the DAG's task callables call these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from matcher.gate import GateDecision
+from matcher.spec import Spec
+from matcher.store import RunStart, Store, StoreError, UnknownRunError
+from matcher.store.run_ids import dag_run_of
+from parity.airflow.plan import RunPlan
+from parity.views.gate import decide
+
+
+def record_run_gate(
+    store: Store, run_id: str, spec: Spec, *, failed_tasks: Sequence[str] = ()
+) -> GateDecision:
+    """Decide the gate of the completed run ``run_id`` under ``spec``'s gate policy (its
+    verdict, and its stored expectation results) and store the decision with the run.
+    ``failed_tasks``: tasks after the match that failed; they close the gate whatever the
+    verdict, and the reason names them first."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise UnknownRunError(f"cannot gate run {run_id!r}: there is no such run")
+    if run.status != "completed":
+        raise StoreError(f"cannot gate run {run_id!r}: it is {run.status}, not completed")
+    decision = decide(spec.gate, run, expected_suites=len(spec.expectations.suites))
+    if failed_tasks:
+        decision = GateDecision(False, f"{', '.join(failed_tasks)} failed; {decision.reason}")
+    store.set_gate(run_id, decision.passed, decision.reason)
+    return decision
+
+
+def record_gate(plan: RunPlan, spec: Spec, failed_tasks: list[str]) -> dict[str, Any]:
+    """Store the gate's decision on the run and return it (``passed``, ``reason``).
+
+    * The match recorded a verdict: the gate follows the spec's policy, and is closed
+      whatever the verdict when a task after the match failed.
+    * A job before the match failed (or the match crashed before recording): the run is
+      recorded as failed, verdict ``error``, so that the history shows it; gate closed.
+    * The match job failed with an error: it marked the run failed itself; gate closed.
+    """
+    failed = ", ".join(failed_tasks)
+    with Store.open() as store:
+        stored = store.get_run(plan.run_id)
+        if stored is None or stored.status == "running":
+            store.mark_failed(plan.run_id, f"{failed or 'a task'} failed", start=_start(plan))
+            stored = store.get_run(plan.run_id)
+        assert stored is not None
+        if stored.status == "failed":
+            return {"passed": False, "reason": f"the run failed: {stored.error}"}
+        decision = record_run_gate(store, plan.run_id, spec, failed_tasks=failed_tasks)
+    return {"passed": decision.passed, "reason": decision.reason}
+
+
+def _start(plan: RunPlan) -> RunStart:
+    """The run as the plan describes it, for a run that failed before the match started it."""
+    dag_id, dag_run_id = dag_run_of(plan.run_id) or (None, None)
+    return RunStart(
+        run_id=plan.run_id,
+        validation=plan.validation,
+        trigger=plan.trigger,
+        reference_version=plan.reference_version,
+        candidate_version=plan.candidate_version,
+        slice=dict(plan.slice),
+        spec={"file": plan.spec_file},
+        dag_id=dag_id,
+        dag_run_id=dag_run_id,
+        engine="spark",
+    )

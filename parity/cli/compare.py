@@ -1,0 +1,131 @@
+"""``parity compare``: two outputs under a validation spec, on the core or on a local Spark.
+
+    parity compare REFERENCE CANDIDATE --spec SPEC.yaml [--json] [--limit N]
+                   [--engine auto|core|spark]
+
+``core`` streams both outputs through the matcher in this process
+(``matcher.files.compare``); ``spark`` matches them on a local Spark partitioned by the
+dependence key (``matcher.spark.outputs``); ``auto`` takes Spark when either output is a
+directory. Exit 0 equivalent, 1 divergent, 2 error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, TextIO
+
+from matcher.errors import InputError
+from matcher.files.compare import compare_files
+from matcher.spec import Spec, load_spec
+from matcher.verdict import Verdict
+from parity.cli.render import Comparison, render_json, render_text
+
+EXIT_EQUIVALENT = 0
+EXIT_DIVERGENT = 1
+EXIT_ERROR = 2
+DEFAULT_LIMIT = 10
+
+
+def add_compare_parser(commands: Any) -> None:
+    """Register ``compare`` on the ``parity`` command's subparsers."""
+    compare = commands.add_parser(
+        "compare",
+        help="compare two outputs under a validation spec",
+        description="Compare two outputs (files or Spark output directories) under the "
+        "dependence and equality of a validation spec. Exit 0 if equivalent, 1 if "
+        "divergent, 2 on error.",
+    )
+    compare.add_argument("reference", help="the reference output: a file or a directory")
+    compare.add_argument("candidate", help="the candidate output: a file or a directory")
+    compare.add_argument("--spec", required=True, metavar="SPEC.yaml", help="validation spec")
+    compare.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of a report"
+    )
+    compare.add_argument(
+        "--limit",
+        type=_count,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"keep witnesses for the first N divergences (default {DEFAULT_LIMIT}); "
+        "all are counted",
+    )
+    compare.add_argument(
+        "--engine",
+        choices=("auto", "core", "spark"),
+        default="auto",
+        help="core: stream both outputs through the matcher in this process; spark: match "
+        "on a local Spark partitioned by the dependence key; auto (default): spark when "
+        "either output is a directory, core otherwise",
+    )
+    compare.set_defaults(run=run_compare)
+
+
+#: the largest count an argument takes: a store's integers are 64-bit
+MAX_COUNT = 2**63 - 1
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"expected a whole number <= {MAX_COUNT}, got {text!r}")
+    return value
+
+
+def run_compare(args: argparse.Namespace, out: TextIO) -> int:
+    spec = load_spec(args.spec)
+    try:
+        return _run_compare(spec, args, out)
+    except Exception as exc:  # a spec's function that raised is the user's to fix
+        from matcher.spark.failures import known_failure
+
+        known = known_failure(exc, spec.functions)
+        if known is None or known is exc:
+            raise
+        raise known from exc
+
+
+def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO) -> int:
+    dependence, equality = spec.build_dependence(), spec.build_equality()
+    engine = args.engine
+    if engine == "auto":
+        directories = os.path.isdir(args.reference) or os.path.isdir(args.candidate)
+        engine = "spark" if directories else "core"
+    if engine == "spark":
+        verdict = _compare_on_spark(spec, args.reference, args.candidate, args.limit)
+    else:
+        verdict = compare_files(spec, args.reference, args.candidate, args.limit)
+    comparison = Comparison(
+        spec_name=spec.name,
+        spec_file=spec.source,
+        reference=args.reference,
+        candidate=args.candidate,
+        dependence=dependence.describe(),
+        equality=equality,
+    )
+    render = render_json if args.json else render_text
+    out.write(render(comparison, verdict))
+    out.flush()
+    return EXIT_EQUIVALENT if verdict.equivalent else EXIT_DIVERGENT
+
+
+def _compare_on_spark(spec: Spec, reference: str, candidate: str, limit: int) -> Verdict:
+    from matcher.failures import first_line
+    from matcher.spark.failures import is_spark_error
+    from matcher.spark.outputs import compare_on_spark
+    from matcher.spark.session import local_session
+
+    for path in (reference, candidate):
+        if not os.path.exists(path):
+            raise InputError(f"{path}: no such file or directory")
+    try:
+        return compare_on_spark(local_session(), spec, reference, candidate, limit=limit).verdict
+    except Exception as exc:  # Spark's own errors: translate at the boundary
+        if is_spark_error(exc):
+            raise InputError(first_line(exc)) from exc
+        raise

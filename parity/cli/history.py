@@ -1,0 +1,88 @@
+"""``parity history``: the recorded runs, newest first, as a table or JSON.
+
+    parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
+                   [--limit N] [--json] [--db URL]
+
+The rows are ``parity.views.history``'s, the same the Parity page shows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+from typing import Any, TextIO
+
+from parity.views.history import DEFAULT_LIMIT, VERDICTS, history_entry, history_row, render_table
+
+
+def add_history_parser(commands: Any) -> None:
+    """Register ``history`` on the ``parity`` command's subparsers."""
+    history = commands.add_parser(
+        "history",
+        help="list recorded runs, newest first",
+        description="List the runs in the results store, newest first.",
+    )
+    history.add_argument("--validation", metavar="V", help="only this validation's runs")
+    history.add_argument("--verdict", choices=VERDICTS, help="only runs with this verdict")
+    history.add_argument("--trigger", metavar="T", help="only runs triggered so (scheduled, adhoc)")
+    history.add_argument(
+        "--since",
+        type=_date,
+        metavar="YYYY-MM-DD",
+        help="only runs started that day (UTC) or later",
+    )
+    history.add_argument(
+        "--limit",
+        type=_positive,
+        default=DEFAULT_LIMIT,
+        metavar="N",
+        help=f"at most N runs (default {DEFAULT_LIMIT})",
+    )
+    history.add_argument("--json", action="store_true", help="print one JSON array")
+    history.add_argument(
+        "--db", metavar="URL", help="results database (default: PARITY_DB_URL, ...)"
+    )
+    history.set_defaults(run=run_history)
+
+
+def _date(text: str) -> dt.datetime:
+    try:
+        day = dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    if value > 2**63 - 1:  # the store's integers are 64-bit
+        raise argparse.ArgumentTypeError(f"expected a whole number <= {2**63 - 1}, got {text!r}")
+    return value
+
+
+def run_history(args: argparse.Namespace, out: TextIO) -> int:
+    from matcher.store import Store
+
+    with Store.open_readonly(args.db) as store:  # a reader: it never migrates nor writes
+        runs = store.list_runs(
+            validation=args.validation,
+            verdict=args.verdict,
+            trigger=args.trigger,
+            since=args.since,
+            limit=args.limit,
+        )
+    if args.json:
+        document = [history_entry(run) for run in runs]
+        out.write(json.dumps(document, allow_nan=False, ensure_ascii=False) + "\n")
+    elif runs:
+        out.write(render_table([history_row(run) for run in runs]))
+    else:
+        out.write("no runs\n")
+    out.flush()
+    return 0

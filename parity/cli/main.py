@@ -1,0 +1,107 @@
+"""The ``parity`` command.
+
+    parity compare REFERENCE CANDIDATE --spec SPEC.yaml [--json] [--limit N]
+                   [--engine auto|core|spark]                         (parity.cli.compare)
+    parity gate VALIDATION [--candidate VERSION] [--db URL] [--json]   (parity.cli.gate)
+    parity report RUN_ID [--html PATH] [--json] [--db URL]            (parity.cli.report)
+    parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
+                   [--limit N] [--json] [--db URL]                     (parity.cli.history)
+    parity db upgrade [--db URL]                                       (parity.cli.store)
+    parity runs expire [--db URL]                                      (parity.cli.store)
+
+Exit codes: 0 equivalent, 1 divergent, 2 error (bad spec, unreadable output, bad usage,
+a spec's function that raised, a bug). Exit 1 means divergent and nothing else. An error
+is one line on stderr, ``parity: error: <message>``, never a traceback: the messages
+already name the file, key or line to fix. An unexpected exception is a bug in Parity:
+``parity: internal error: <exception> (a bug in Parity; traceback in <file>)``, the
+traceback written to that file in the temporary directory.
+
+Subcommands are subparsers so that ``gate``, ``report`` and ``history`` can join
+``compare`` without changing how it is called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from matcher.errors import ParityError
+from parity import __version__
+from parity.cli.compare import EXIT_ERROR, add_compare_parser
+from parity.cli.gate import add_gate_command
+from parity.cli.history import add_history_parser
+from parity.cli.report import add_report_parser
+from parity.cli.store import add_store_commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="parity",
+        description="Decide whether a candidate pipeline's output is equivalent to the "
+        "reference's, up to the reorderings its consumer does not care about.",
+    )
+    parser.add_argument("--version", action="version", version=f"parity {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_compare_parser(commands)
+    add_gate_command(commands)
+    add_report_parser(commands)
+    add_history_parser(commands)
+    add_store_commands(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (the console script exits with it)."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser().parse_args(arguments)
+    except SystemExit as exc:  # --help, --version and usage errors (argparse exits 2)
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    try:
+        if args.command != "compare":  # compare's arguments are paths, any bytes will do
+            from matcher.failures import check_text_arguments
+
+            check_text_arguments(arguments)
+        _tolerate_unencodable(sys.stdout)
+        code: int = args.run(args, sys.stdout)
+        return code
+    except BrokenPipeError:  # the reader went away (`parity compare ... | head`)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so that exiting does not fail to flush
+        return EXIT_ERROR
+    except (ParityError, OSError) as exc:
+        return _error(exc)
+    except KeyboardInterrupt:
+        print("parity: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # never exit 1 (divergent) on a crash, nor with a traceback
+        from matcher.failures import internal_error_line
+        from matcher.spark.failures import known_failure
+
+        known = known_failure(exc)
+        if known is not None:
+            return _error(known)
+        print(internal_error_line(exc, "parity"), file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _error(exc: BaseException) -> int:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    print(f"parity: error: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _tolerate_unencodable(stream: TextIO) -> None:
+    """Let a strict stream write what it cannot encode as escapes: an output path that is
+    not UTF-8 is shown, not a crash (a UTF-8 locale already writes its bytes back)."""
+    if getattr(stream, "errors", None) == "strict":
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,382 @@
+"""The demo: every bundled validation through Airflow, then a verdict table.
+
+    python -m tools.demo [--only NAME ...] [--home DIR] [--scale S] [--workers N]
+
+It generates the examples' captures (``data/captures``), sets up a local Airflow home
+(``$PARITY_HOME/demo/airflow``, SQLite) and runs the DAG of each ``dags/validations/*.yaml``
+with ``dag.test()``: real ``spark-submit`` on ``local[*]``, the results in SQLite
+(``$PARITY_HOME/demo/parity.db``). It prints one line per validation as it finishes, then
+the table (validation, candidate, verdict, divergence kinds, first witness) and how to open
+the Airflow UI on the same data. ``--workers`` validations run at once, each in its own
+process (their ``dag.test()`` share Airflow's database); Airflow's and Spark's output goes to
+``logs/<validation>.log`` under the demo home.
+
+The demo checks itself: each spec says what to expect in a comment,
+``# Expected verdict: divergent (corruption)``; the exit code is 0 when every verdict (and
+every kind named) came out as expected, 1 otherwise, 2 on error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing
+import os
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from matcher.errors import ParityError
+from matcher.store import RunRecord, Store, StoredDivergence
+from matcher.store.run_ids import pipeline_run_id
+from matcher.verdict import KINDS
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+_EXPECTED = re.compile(r"^#\s*Expected verdict:\s*(\w+)(?:\s*\(([^)]*)\))?", re.MULTILINE)
+SPARK_DEFAULTS = {
+    # Local runs: no web UI to start, no progress bars in the logs.
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    # Jobs of seconds on a small machine: the JIT's first tier and the serial collector
+    # halve each job's CPU time (the driver is the whole local[*] JVM). Not for big jobs.
+    "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+}
+
+
+#: Spark's own logging: warnings and errors only (the jobs print what they did).
+LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What a spec's comment says its run should give."""
+
+    verdict: str
+    kinds: tuple[str, ...] = ()
+
+    def met_by(self, run: RunRecord) -> bool:
+        present = {kind for kind, n in run.counts.items() if n}
+        return run.verdict == self.verdict and set(self.kinds) <= present
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    validation: str
+    candidate: str
+    expected: Expected | None
+    run: RunRecord | None
+    seconds: float
+    state: str
+
+    @property
+    def ok(self) -> bool:
+        return self.expected is not None and self.run is not None and self.expected.met_by(self.run)
+
+
+def expected_of(text: str) -> Expected | None:
+    """``# Expected verdict: divergent (loss, corruption)`` in a spec's text."""
+    found = _EXPECTED.search(text)
+    if found is None:
+        return None
+    kinds = tuple(k.strip() for k in (found.group(2) or "").split(",") if k.strip() in KINDS)
+    return Expected(found.group(1), kinds)
+
+
+def demo_env(home: Path) -> dict[str, str]:
+    """The environment the demo runs Airflow and Spark in (and ``airflow standalone`` needs
+    to show the same data)."""
+    return {
+        "AIRFLOW_HOME": str(home / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+        "PARITY_HOME": str(home),
+        "PARITY_DB_URL": f"sqlite:///{home / 'parity.db'}",
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": str(BIN / "python"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "SPARK_CONF_DIR": str(home / "spark-conf"),
+    }
+
+
+def witness(divergence: StoredDivergence) -> str:
+    """The first divergence as one line: kind, key, places, and what differs."""
+    where = (
+        f"ref #{_at(divergence.reference_position)} / cand #{_at(divergence.candidate_position)}"
+    )
+    key = "(no key)" if divergence.key is None else f"key {_short(divergence.key)}"
+    text = f"{divergence.kind} at {key}, {where}"
+    ref, cand = divergence.reference_event or {}, divergence.candidate_event or {}
+    if divergence.kind == "corruption" and divergence.columns:
+        column = divergence.columns[0]
+        text += f": {column} {_short(ref.get(column))} vs {_short(cand.get(column))}"
+        if len(divergence.columns) > 1:
+            text += f" (+{len(divergence.columns) - 1} columns)"
+    return text
+
+
+def table(outcomes: Sequence[Outcome]) -> list[str]:
+    """The verdict table, one row per validation (the witness last: it is the longest)."""
+    rows = [("validation", "candidate", "verdict", "kinds", "expected", "first witness")]
+    for o in outcomes:
+        run = o.run
+        verdict = run.verdict if run is not None and run.verdict else o.state
+        kinds = ", ".join(f"{k} {n}" for k, n in run.counts.items() if n) if run else ""
+        first = witness(run.divergences[0]) if run is not None and run.divergences else ""
+        if run is not None and run.status == "failed":
+            first = _short(run.error or "", 70)
+        want = "?" if o.expected is None else o.expected.verdict
+        mark = "ok" if o.ok else f"MISMATCH (expected {want})"
+        rows.append((o.validation, o.candidate, verdict, kinds or "-", mark, first or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[5]]).rstrip())
+        if n == 0:
+            lines.append("  ".join(["-" * w for w in widths] + ["-" * 13]))
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.demo", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="these validations only")
+    parser.add_argument("--home", help="demo home (default $PARITY_HOME/demo, ~/.parity/demo)")
+    parser.add_argument("--scale", type=float, default=1.0, help="capture size (default 1)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="validations run at once, each in its own process (default: 2, or 1 on one core)",
+    )
+    args = parser.parse_args(argv)
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
+    base = Path(os.environ.get("PARITY_HOME") or "~/.parity").expanduser()
+    home = Path(args.home).expanduser() if args.home else base / "demo"
+    out = sys.stdout
+    try:
+        return _run(home.resolve(), args.only, args.scale, args.workers, out)
+    except (ParityError, OSError) as exc:
+        print(f"demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+def _run(home: Path, only: Sequence[str] | None, scale: float, workers: int, out: TextIO) -> int:
+    started = time.monotonic()
+    env = demo_env(home)
+    os.environ.update(env)
+    os.environ.pop("PARITY_VALIDATIONS_DIR", None)
+    _write_spark_defaults(Path(env["SPARK_CONF_DIR"]))
+    _write_env_file(home, env)
+    specs = sorted((ROOT / "dags" / "validations").glob("*.yaml"))
+    if only:
+        unknown = sorted(set(only) - {p.stem for p in specs})
+        if unknown:
+            raise ParityError(f"--only: no validation {unknown[0]!r} in dags/validations")
+        specs = [p for p in specs if p.stem in only]
+    logs = home / "logs"
+    print(f"Parity demo: {len(specs)} validations through Airflow (logs: {logs})", file=out)
+
+    from jobs.examples.generate import CAPTURES, generate
+
+    for name in CAPTURES:
+        generate(name, ROOT / "data" / "captures", scale=scale)
+    print(f"  captures written to {ROOT / 'data' / 'captures'} (scale {scale:g})", file=out)
+
+    with _quiet(logs / "airflow-setup.log"):
+        errors = _prepare_airflow()
+        Store.open().close()  # create or upgrade the results store once, quietly
+    if errors:
+        for path, error in errors.items():
+            print(f"demo: error: {path}: {error.strip().splitlines()[-1]}", file=sys.stderr)
+        return 2
+    print(f"  Airflow home {env['AIRFLOW_HOME']} ready; {workers} at a time:", file=out, flush=True)
+    outcomes = _validate_all(specs, logs, workers, out)
+    print("", file=out)
+    for line in table(outcomes):
+        print(line, file=out)
+    print("", file=out)
+    _ratio(outcomes, home, out)
+    minutes, seconds = divmod(round(time.monotonic() - started), 60)
+    print(f"Demo wall time: {minutes}m{seconds:02d}s.", file=out)
+    print(
+        f"\nTo browse the same data in the Airflow UI (DAGs, runs, the Parity history):\n"
+        f"  source {home / 'env.sh'} && airflow standalone\n"
+        f"then open http://localhost:8080 (user admin; the password is in "
+        f"{home / 'airflow' / 'simple_auth_manager_passwords.json.generated'}).",
+        file=out,
+    )
+    good = sum(o.ok for o in outcomes)
+    print(f"{good} of {len(outcomes)} verdicts as the specs expect.", file=out)
+    return 0 if good == len(outcomes) else 1
+
+
+def _prepare_airflow() -> dict[str, str]:
+    """Migrate Airflow's database and write every DAG into it once, so that the workers'
+    ``dag.test()`` calls find them there and never race to create them; import errors."""
+    from airflow.dag_processing.bundles.manager import DagBundlesManager
+    from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
+    from airflow.utils import db
+    from airflow.utils.session import create_session
+
+    db.upgradedb()
+    manager = DagBundlesManager()  # type: ignore[no-untyped-call]
+    with create_session() as session:
+        manager.sync_bundles_to_db(session=session)
+    errors: dict[str, str] = {}
+    for bundle in manager.get_all_dag_bundles():
+        bundle.initialize()
+        bag = BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name)
+        sync_bag_to_db(bag, bundle.name, bundle.version)
+        errors.update(bag.import_errors)
+    return errors
+
+
+def _validate_all(specs: Sequence[Path], logs: Path, workers: int, out: TextIO) -> list[Outcome]:
+    """Run every validation's DAG, ``workers`` at a time, and read each verdict back."""
+    jobs = [(path, logs / f"{path.stem}.log") for path in specs]
+    if workers == 1:
+        results = (_test_dag(path, log) for path, log in jobs)
+        return [_report(path, result, out) for (path, _), result in zip(jobs, results, strict=True)]
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(_test_dag, path, log): path for path, log in jobs}
+        done = {futures[f]: _report(futures[f], f.result(), out) for f in as_completed(futures)}
+    return [done[path] for path, _ in jobs]
+
+
+_BAG: Any = None
+
+
+def _test_dag(path: Path, log: Path) -> tuple[str, str, str, float]:
+    """``dag.test()`` of the validation in ``path`` (in this process or a worker): its DAG
+    id, run id, final state and wall time. Airflow's and Spark's output go to ``log``."""
+    global _BAG
+    from parity.airflow.factory import dag_id_for
+
+    started = time.monotonic()
+    with _quiet(log):
+        if _BAG is None:
+            from airflow.dag_processing.dagbag import DagBag
+
+            _BAG = DagBag(dag_folder=str(ROOT / "dags"))
+        dag = _BAG.dags[dag_id_for(_name(path.read_text(encoding="utf-8")) or path.stem)]
+        run = dag.test()
+    return dag.dag_id, run.run_id, str(run.state), time.monotonic() - started
+
+
+def _report(path: Path, result: tuple[str, str, str, float], out: TextIO) -> Outcome:
+    dag_id, run_id, state, seconds = result
+    text = path.read_text(encoding="utf-8")
+    with Store.open(migrate=False) as store:
+        record = store.get_run(pipeline_run_id(dag_id, run_id))
+    name = _name(text) or path.stem
+    candidate = (record.candidate_version if record else None) or "-"
+    outcome = Outcome(name, candidate, expected_of(text), record, seconds, state)
+    verdict = record.verdict if record is not None else f"no verdict (DAG run {state})"
+    mark = "ok" if outcome.ok else "MISMATCH"
+    print(f"  {name:<32} {verdict or '-':<11} {seconds:6.0f}s  {mark}", file=out, flush=True)
+    return outcome
+
+
+def _ratio(outcomes: Sequence[Outcome], home: Path, out: TextIO) -> None:
+    """The match task's time against the candidate job's, on the largest slice."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    largest: tuple[int, Outcome] | None = None
+    for o in outcomes:
+        if o.run is None or not isinstance(o.run.slice, Mapping):
+            continue
+        summary = Path(str(o.run.report_path or "")).parent / "slice.json"
+        rows = json.loads(summary.read_text())["rows"] if summary.is_file() else 0
+        if largest is None or rows > largest[0]:
+            largest = (rows, o)
+    if largest is None or largest[1].run is None:
+        return
+    rows, o = largest
+    assert o.run is not None
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter(
+            TaskInstance.dag_id == o.run.dag_id, TaskInstance.run_id == o.run.dag_run_id
+        )
+        seconds = {ti.task_id: ti.duration for ti in tis if ti.duration}
+    if "match" in seconds and "run_candidate" in seconds:
+        print(
+            f"On the largest slice ({o.validation}, {rows} rows): match {seconds['match']:.0f}s, "
+            f"candidate job {seconds['run_candidate']:.0f}s "
+            f"(ratio {seconds['match'] / seconds['run_candidate']:.2f}).",
+            file=out,
+        )
+
+
+def _name(text: str) -> str | None:
+    found = re.search(r"^name:\s*([A-Za-z0-9_.-]+)\s*$", text, re.MULTILINE)
+    return found.group(1) if found else None
+
+
+def _write_spark_defaults(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    lines = [f"{key} {value}" for key, value in SPARK_DEFAULTS.items()]
+    (directory / "spark-defaults.conf").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (directory / "log4j2.properties").write_text(LOG4J2, encoding="utf-8")
+
+
+def _write_env_file(home: Path, env: Mapping[str, str]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    lines = [f"export {key}='{value}'" for key, value in env.items() if key != "PATH"]
+    lines.append(f"export PATH='{BIN}':\"$PATH\"")
+    (home / "env.sh").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _quiet(log: Path) -> Iterator[None]:
+    """Send this process's stdout and stderr (and its children's) to ``log``."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with log.open("ab") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _at(position: int | None) -> str:
+    return "-" if position is None else str(position)
+
+
+def _short(value: Any, limit: int = 22) -> str:
+    text = repr(value) if not isinstance(value, float) else f"{value:.6g}"
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
