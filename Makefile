@@ -4,6 +4,7 @@
 #   make demo    install, then run every bundled validation through Airflow; print the verdicts
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
+#   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (hours)
 #   make fmt     format and auto-fix
 #   make lock    re-resolve uv.lock after editing dependencies in pyproject.toml
 #   make clean   remove the venv and every cache
@@ -26,7 +27,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install test scale lint check demo fmt lock clean
+.PHONY: help install test scale recovery-figures lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -49,6 +50,11 @@ test: install
 # 3,000,000) on every layout Spark writes, with and without order_by (tests/test_scale.py).
 scale: install
 	$(BIN)/pytest --scale -m scale --timeout 7200 -p no:cacheprovider tests/test_scale.py
+
+# The README's recovery figures: the sequence-window detector and each buggy variant, 10 seeded
+# runs of 5 driver SIGKILLs each, checked by the Wallaroo validator (bench/recovery_figures.py).
+recovery-figures: install
+	$(BIN)/python bench/recovery_figures.py
 
 # `uv lock --check` first: install uses --frozen, which would silently ignore a
 # dependency added to pyproject.toml without re-running `make lock`.

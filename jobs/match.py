@@ -35,6 +35,7 @@ run that had started is stored as failed.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,7 @@ from matcher.spark.failures import known_failure
 from matcher.spark.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 from matcher.spec import ApplicationSpec, Spec, load_spec
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
+from matcher.store.records import COMPARISON, RUN_KINDS
 from matcher.store.run_ids import adhoc_run_id, pipeline_run_id
 
 EXIT_EQUIVALENT, EXIT_DIVERGENT, EXIT_ERROR = 0, 1, 2
@@ -90,6 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dag-run-id", metavar="R", help="the Airflow DAG run")
     parser.add_argument("--task-try", type=_count, metavar="N", help="the Airflow task try")
     parser.add_argument("--slice-json", metavar="JSON", help="the input slice, a JSON object")
+    parser.add_argument(
+        "--kind",
+        choices=RUN_KINDS,
+        default=COMPARISON,
+        help="the kind of run stored (recovery: a crashed run against an uninterrupted one)",
+    )
+    parser.add_argument(
+        "--started-at",
+        type=_instant,
+        metavar="ISO",
+        help="when the run began, if before this job (a recovery run's crashed runs)",
+    )
+    parser.add_argument(
+        "--stats-json",
+        metavar="PATH",
+        help="a JSON object stored with the run's statistics (a recovery run's crash log)",
+    )
     parser.add_argument(
         "--record-only",
         action="store_true",
@@ -135,7 +154,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             parser.error("--slice-json: expected a JSON object")
     else:
         args.slice = None
+    args.extra_stats = _stats_document(parser, args.stats_json)
     return args
+
+
+def _instant(text: str) -> dt.datetime:
+    try:
+        value = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an ISO 8601 instant, got {text!r}") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"expected an instant with its zone, got {text!r}")
+    return value
+
+
+def _stats_document(parser: argparse.ArgumentParser, path: str | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        parser.error(f"--stats-json: cannot read {path}: {exc}")
+    if not isinstance(document, dict):
+        parser.error(f"--stats-json: {path}: expected a JSON object")
+    return document
 
 
 def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
@@ -157,11 +199,18 @@ def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
             "gate": spec.gate.model_dump(mode="json"),
             "expectations": list(spec.expectations.suites),
             "reference_runs": 1 + len(args.rerun_reference),
+            **(
+                {"recovery": spec.recovery.model_dump(mode="json")}
+                if spec.recovery is not None
+                else {}
+            ),
         },
+        started_at=args.started_at,
         dag_id=args.dag_id,
         dag_run_id=args.dag_run_id,
         task_try=args.task_try,
         engine="spark",
+        kind=args.kind,
     )
 
 
@@ -170,11 +219,14 @@ def _version(application: ApplicationSpec | None) -> str | None:
     return None if application is None else application.version
 
 
-def build_outcome(result: NoisyComparison, report_path: str | None) -> RunOutcome:
+def build_outcome(
+    result: NoisyComparison, report_path: str | None, extra: Mapping[str, Any] | None = None
+) -> RunOutcome:
     """What the store keeps of the comparison: verdict (``noisy`` too), witnesses flagged
-    when noise explains them, the noise report, statistics."""
+    when noise explains them, the noise report, statistics (and ``extra`` ones)."""
     verdict, report = result.verdict, result.report
     stats: dict[str, Any] = {
+        **(extra or {}),
         **verdict.to_dict()["side_stats"],
         "seconds": round(result.seconds, 3),
     }
@@ -234,7 +286,7 @@ def run(args: argparse.Namespace) -> int:
             )
             # Written before the run is recorded: a file that cannot be written fails the run.
             _write_documents(args, verdict_document(start.run_id, result))
-            store.record_run(start.run_id, build_outcome(result, args.report_dir))
+            store.record_run(start.run_id, build_outcome(result, args.report_dir, args.extra_stats))
     except Exception as exc:  # Spark's errors and a spec's function: translate at the boundary
         known = known_failure(exc, spec.functions)
         if known is None or known is exc:

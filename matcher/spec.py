@@ -47,6 +47,7 @@ from matcher.spec_schema import (
     NoiseSpec,
     OutputSpec,
     PunctuationSpec,
+    RecoverySpec,
     SchemaSpec,
     SliceSpec,
     SpecDocument,
@@ -74,6 +75,7 @@ __all__ = [
     "NoiseSpec",
     "OutputSpec",
     "PunctuationSpec",
+    "RecoverySpec",
     "SchemaSpec",
     "SliceSpec",
     "Spec",
@@ -100,6 +102,9 @@ class Spec:
     output: OutputSpec
     reference: ApplicationSpec | None
     candidate: ApplicationSpec | None
+    #: a recovery validation's application and how it is crashed and checked
+    application: ApplicationSpec | None
+    recovery: RecoverySpec | None
     input: InputSpec | None
     expectations: ExpectationsSpec
     noise: NoiseSpec
@@ -252,8 +257,8 @@ def parse_spec(data: Any, source: str = "<spec>", base_dir: str | Path | None = 
 
 
 _SECTIONS = (
-    "dependence", "equality", "output", "reference", "candidate", "input",
-    "expectations", "noise", "schedule", "gate",
+    "dependence", "equality", "output", "reference", "candidate", "application", "recovery",
+    "input", "expectations", "noise", "schedule", "gate",
 )  # fmt: skip
 
 

@@ -36,7 +36,7 @@ _WINDOW = re.compile(r"^[1-9][0-9]*[smhdw]$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 #: What an application's args may name: the slice, its output directory, the run workspace.
-PLACEHOLDERS = ("input", "output", "run_dir")
+PLACEHOLDERS = ("input", "output", "run_dir", "checkpoint")
 #: The reference rerun's default Spark configuration (over the reference's own): other
 #: partition counts, and no adaptive coalescing, which would merge small shuffles back to one
 #: partition and hide a partitioning-dependent result.
@@ -246,6 +246,36 @@ class NoiseSpec(_Section):
     args: tuple[Text, ...] = ()
 
 
+class RecoverySpec(_Section):
+    """A recovery validation (``parity recovery``): the ``application`` is a streaming job run
+    under ``crashes`` seeded SIGKILLs (``kill``: its driver's process tree, or a standalone
+    cluster's executors) and restarted from its checkpoint until it finishes; ``check`` says
+    how its output is judged: ``windows``, the sequence-window validator (the detector
+    application; every key must reach ``expected``), or ``differential``, the matcher against
+    an uninterrupted run under the spec's dependence and equality."""
+
+    crashes: Annotated[int, Field(ge=1, le=100)] = 5
+    kill: Literal["driver", "executor"] = "driver"
+    seed: int = 1
+    check: Literal["windows", "differential"] = "differential"
+    expected: Annotated[int, Field(ge=1)] | None = None
+    at_least_once: bool = False
+    #: seconds for each run of the job (the crashed one with all its restarts)
+    timeout: Annotated[int, Field(ge=10, le=86_400)] = 900
+    #: the Spark master of the runs; ``kill: executor`` needs a standalone cluster (spark://)
+    master: Name | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RecoverySpec:
+        if self.check != "windows" and (self.expected is not None or self.at_least_once):
+            raise ValueError("'expected' and 'at_least_once' are for check: windows")
+        if self.kill == "executor" and not (self.master or "").startswith("spark://"):
+            raise ValueError(
+                "kill: executor needs a standalone cluster: set master to its spark:// URL"
+            )
+        return self
+
+
 class GateSpec(_Section):
     """What opens the deploy gate (used by the Airflow pipeline and ``parity gate``)."""
 
@@ -434,6 +464,9 @@ class SpecDocument(_Section):
     name: str | None = None
     reference: ApplicationSpec | None = None
     candidate: ApplicationSpec | None = None
+    #: a recovery validation's one streaming application (with ``recovery``)
+    application: ApplicationSpec | None = None
+    recovery: RecoverySpec | None = None
     input: InputSpec | None = None
     output: OutputSpec = OutputSpec()
     dependence: DependenceSpec
@@ -475,6 +508,25 @@ class SpecDocument(_Section):
                 "input.slice.key: a sample hashes key columns: name them (the dependence "
                 "has no key to default to)"
             )
+        if (self.application is None) != (self.recovery is None):
+            given, missing = ("application", "recovery")
+            if self.application is None:
+                given, missing = missing, given
+            raise ValueError(f"{missing}: a recovery validation needs both {given} and {missing}")
+        if self.application is not None:
+            if self.reference is not None or self.candidate is not None:
+                raise ValueError(
+                    "application: a recovery validation runs one application; it has no "
+                    "reference or candidate"
+                )
+            used: set[str] = set()
+            for arg in self.application.args:
+                used |= placeholders(arg)
+            if "checkpoint" not in used:
+                raise ValueError(
+                    "application.args: a streaming job recovers from its checkpoint: pass "
+                    "its location as {checkpoint} (the run fills it in)"
+                )
         if self.reference is not None and self.noise.reference_runs > 1:
             rerun = {**self.reference.conf, **self.noise.conf}
             if rerun == self.reference.conf and not self.noise.args:

@@ -30,6 +30,8 @@ PLANTED = {
     "views": ("parity/views/report.py", "import matcher.spark.outputs"),
     "airflow": ("parity/airflow/plan.py", "import matcher.spark.streams"),
     "cli": ("parity/cli/compare.py", "import parity.airflow.factory"),
+    "runs": ("parity/runs/submits.py", "import matcher.store"),
+    "recovery": ("parity/recovery/crashes.py", "import matcher.spark.outputs"),
     "expectations": ("expectations/suites.py", "import parity.views.report"),
     "jobs": ("jobs/match.py", "import parity.cli.render"),
     "plugin": ("plugins/parity_ui/views.py", "import matcher.spark.streams"),

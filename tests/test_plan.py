@@ -272,7 +272,7 @@ def manual(**params: Any) -> RunContext:
         (
             manual(candidate_args=["--in", "{inptu}"]),
             "params.candidate_args: '{inptu}': unknown placeholder {inptu} (known: {input}, "
-            "{output}, {run_dir}; write {{ and }} for literal braces)",
+            "{output}, {run_dir}, {checkpoint}; write {{ and }} for literal braces)",
         ),
         (
             manual(colour="blue"),

@@ -155,6 +155,7 @@ def test_report_document_is_exact(sample: RunRecord) -> None:
             "explained_divergences": [1],
             "unexplained_divergences": [0],
         },
+        "recovery": None,
         "sides": {
             "reference": {"rows": 10, "keys": 2, "barriers": 0},
             "candidate": {"rows": 9, "keys": 2, "barriers": 0},

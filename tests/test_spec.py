@@ -405,8 +405,8 @@ def test_check_columns_says_where(tmp_path: Path) -> None:
 # --- bad specs: one exact line each -------------------------------------------------------
 
 KNOWN_SECTIONS = (
-    "name, reference, candidate, input, output, dependence, equality, expectations, noise, "
-    "schedule, gate, schema"
+    "name, reference, candidate, application, recovery, input, output, dependence, equality, "
+    "expectations, noise, schedule, gate, schema"
 )
 
 

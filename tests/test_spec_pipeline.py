@@ -109,7 +109,9 @@ def test_placeholders_and_durations() -> None:
     assert parse_duration("2w") == dt.timedelta(weeks=2)
 
 
-PLACEHOLDER_HELP = "(known: {input}, {output}, {run_dir}; write {{ and }} for literal braces)"
+PLACEHOLDER_HELP = (
+    "(known: {input}, {output}, {run_dir}, {checkpoint}; write {{ and }} for literal braces)"
+)
 
 
 @pytest.mark.parametrize(

@@ -196,9 +196,12 @@ def _run(home: Path, only: Sequence[str] | None, scale: float, workers: int, out
     print(f"Parity demo: {len(specs)} validations through Airflow (logs: {logs})", file=out)
 
     from jobs.examples.generate import CAPTURES, generate
+    from jobs.examples.sequence_input import write_input
 
     for name in CAPTURES:
         generate(name, ROOT / "data" / "captures", scale=scale)
+    # The recovery validations' input: per key 1..40, as 20 files (one micro-batch each).
+    write_input(ROOT / "data" / "captures" / "sequence_window", keys=6, count=40, files=20)
     print(f"  captures written to {ROOT / 'data' / 'captures'} (scale {scale:g})", file=out)
 
     with _quiet(logs / "airflow-setup.log"):

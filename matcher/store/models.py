@@ -169,6 +169,8 @@ class DivergenceRow(Base):
     partner_reference_position: Mapped[int | None] = mapped_column(BigInteger)
     partner_candidate_position: Mapped[int | None] = mapped_column(BigInteger)
     noisy: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    #: the check's own words (a recovery run's windows); ``None``: derived from the kind
+    explanation: Mapped[str | None] = mapped_column(Text, nullable=True)
 
 
 class ColumnStatRow(Base):

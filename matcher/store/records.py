@@ -24,6 +24,9 @@ from matcher.store.errors import StoreError
 from matcher.verdict import KINDS, Divergence, Kind, Verdict
 
 COMPARISON = "comparison"
+#: a streaming job killed and restarted from its checkpoint (``parity.recovery``)
+RECOVERY = "recovery"
+RUN_KINDS = (COMPARISON, RECOVERY)
 RUN_VERDICTS = ("equivalent", "divergent", "noisy", "error")
 
 
@@ -91,6 +94,17 @@ class StoredDivergence:
     partner_reference_position: int | None = None
     partner_candidate_position: int | None = None
     noisy: bool = False
+    #: the witness in words, when the check that found it wrote them (``None``: the kind's
+    #: own explanation, ``Divergence.explain()``)
+    explanation: str | None = None
+
+    def explain(self) -> str:
+        """One line for a human: the check's words, else the matcher's for the kind."""
+        if self.explanation is not None:
+            return self.explanation
+        if self.kind not in KINDS:  # a later kind of run may store others
+            return self.kind
+        return self.to_divergence().explain()
 
     @classmethod
     def from_divergence(

@@ -137,6 +137,7 @@ def divergence_rows(run_id: str, divergences: Sequence[StoredDivergence]) -> lis
             "partner_reference_position": d.partner_reference_position,
             "partner_candidate_position": d.partner_candidate_position,
             "noisy": d.noisy,
+            "explanation": d.explanation,
         }
         for d in divergences
     ]
@@ -237,6 +238,7 @@ def divergence_record(row: RowMapping) -> StoredDivergence:
         partner_reference_position=row["partner_reference_position"],
         partner_candidate_position=row["partner_candidate_position"],
         noisy=row["noisy"],
+        explanation=row["explanation"],
     )
 
 

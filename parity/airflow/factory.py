@@ -104,9 +104,10 @@ def load_validations(directory: Path, root: Path) -> tuple[list[Spec], list[str]
 
 
 def check_pipeline(spec: Spec) -> None:
-    """What a spec needs beyond ``parity compare``: both applications, the input, and a
-    schedule Airflow accepts."""
-    for section in ("reference", "candidate", "input"):
+    """What a spec needs beyond ``parity compare``: both applications (or, for a recovery
+    validation, its one application), the input, and a schedule Airflow accepts."""
+    needed = ("input",) if spec.recovery is not None else ("reference", "candidate", "input")
+    for section in needed:
         if getattr(spec, section) is None:
             raise SpecError(f"{spec.source}: {section}: required by the Airflow pipeline")
     timetable(spec)
@@ -141,7 +142,51 @@ def validation_dags(dags_folder: Path) -> dict[str, Any]:
     root = dags_folder.resolve().parent
     specs, _ = load_validations(validations_dir(dags_folder), root)
     conn_id = os.environ.get(CONN_VARIABLE) or DEFAULT_CONN_ID
-    return {dag_id_for(spec.name): build_dag(spec, root=root, conn_id=conn_id) for spec in specs}
+    return {
+        dag_id_for(spec.name): (
+            build_dag(spec, root=root, conn_id=conn_id)
+            if spec.recovery is None
+            else recovery_dag(spec, root=root)
+        )
+        for spec in specs
+    }
+
+
+def recovery_dag(spec: Spec, *, root: Path) -> Any:
+    """A recovery validation's DAG (``parity.airflow.recovery``)."""
+    from parity.airflow.recovery import build_recovery_dag
+
+    assert spec.application is not None and spec.recovery is not None
+    recovery = spec.recovery
+    doc = "\n".join(
+        [
+            f"# Parity recovery validation `{spec.name}`",
+            "",
+            f"Spec: `{spec.source}`",
+            "",
+            "| | |",
+            "|---|---|",
+            f"| application | `{_app(spec.application)}` |",
+            f"| input | `{spec.input.path if spec.input else '-'}` |",
+            f"| crashes | {recovery.crashes} of the {recovery.kill}, seed {recovery.seed} |",
+            f"| check | {recovery.check} |",
+            f"| schedule | `{spec.schedule or 'none (ad hoc only)'}` |",
+        ]
+    )
+    return build_recovery_dag(
+        spec,
+        root=root,
+        home=parity_home,
+        dag_id=dag_id_for(spec.name),
+        description=f"Parity: does {spec.name} recover from crashes without loss?",
+        schedule=timetable(spec),
+        start_date=START_DATE,
+        catchup=False,
+        tags=[*TAGS, "recovery"],
+        doc_md=doc,
+        # A retried crash loop would be another run: a step that failed stays failed.
+        default_args={**DEFAULT_ARGS, "retries": 0},
+    )
 
 
 def raise_spec_errors(dags_folder: Path) -> None:

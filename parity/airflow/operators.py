@@ -27,7 +27,7 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from parity.airflow.plan import PLAN_TASK, RunPlan, job_for
-from parity.airflow.submits import SparkJob
+from parity.runs.submits import SparkJob
 
 EXPECTATIONS_TASK = "expectations"
 DOC = (

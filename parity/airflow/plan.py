@@ -43,7 +43,7 @@ from matcher.errors import SpecError
 from matcher.spec import ApplicationSpec, Spec, function_refs, parse_spec, parse_yaml
 from matcher.spec_problems import first_problem
 from matcher.store.run_ids import pipeline_run_id
-from parity.airflow.submits import SparkJob, build_app_job, build_slice_job, is_local, resolve_path
+from parity.runs.submits import SparkJob, build_app_job, build_slice_job, is_local, resolve_path
 
 #: The parameters an ad-hoc run may give (the DAG's ``Param``s); ``None`` keeps the spec's.
 PARAMS = (

@@ -6,6 +6,8 @@
     parity report RUN_ID [--html PATH] [--json] [--db URL]            (parity.cli.report)
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
                    [--limit N] [--json] [--db URL]                     (parity.cli.history)
+    parity windows OUTPUT [--expected N] [--at-least-once] [--json]    (parity.cli.windows)
+    parity recovery SPEC.yaml [--crashes N] [--seed S] [--kill K] ...  (parity.cli.recovery)
     parity db upgrade [--db URL]                                       (parity.cli.store)
     parity runs expire [--db URL]                                      (parity.cli.store)
 
@@ -33,8 +35,10 @@ from parity import __version__
 from parity.cli.compare import EXIT_ERROR, add_compare_parser
 from parity.cli.gate import add_gate_command
 from parity.cli.history import add_history_parser
+from parity.cli.recovery import add_recovery_parser
 from parity.cli.report import add_report_parser
 from parity.cli.store import add_store_commands
+from parity.cli.windows import add_windows_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,7 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_command(commands)
     add_report_parser(commands)
     add_history_parser(commands)
+    add_recovery_parser(commands)
     add_store_commands(commands)
+    add_windows_parser(commands)
     return parser
 
 

@@ -12,6 +12,7 @@ from matcher.store import RunRecord
 from matcher.verdict import EMPTY_WARNING
 from parity.views.printable import compact, printable
 from parity.views.report import data_docs_path
+from parity.views.report import recovery_view as _recovery
 
 GATE = {None: "gate not decided", True: "gate passed", False: "gate closed"}
 
@@ -35,6 +36,22 @@ def render_summary(record: RunRecord) -> str:
         ),
         f"counts: {counts} ({record.total_divergences} total)",
     ]
+    recovery = _recovery(record)
+    if recovery is not None:
+        c = recovery
+        lines.append(
+            f"recovery: {c['injected']} of {c['planned']} crashes injected, "
+            f"{c['recovered']} recovered, {c['attempts']} starts, {c['batches']} batches; "
+            f"checked by {c['check']}"
+        )
+        for crash in c["crashes"]:
+            back = crash.get("recovered_in")
+            took = "never recovered" if back is None else f"recovered in {back:.1f}s"
+            lines.append(
+                f"  crash {crash.get('number')}: {crash.get('target')} killed at "
+                f"{crash.get('at', 0):.1f}s, {crash.get('phase')} batches "
+                f"(batch {crash.get('batch')}), {took}"
+            )
     if empty_outputs(record.stats):
         lines.append(f"warning: {EMPTY_WARNING}")
     if record.schema is not None and record.schema.findings:

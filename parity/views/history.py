@@ -76,7 +76,7 @@ def history_row(run: RunSummary) -> tuple[str, ...]:
         printable(cell)
         for cell in (
             f"{run.started_at.astimezone(dt.UTC):%Y-%m-%d %H:%M}",
-            run.validation,
+            describe_validation(run),
             run.trigger,
             f"{run.reference_version or NONE} -> {run.candidate_version or NONE}",
             describe_slice(run.slice),
@@ -87,6 +87,12 @@ def history_row(run: RunSummary) -> tuple[str, ...]:
             run.run_id,
         )
     )
+
+
+def describe_validation(run: RunSummary) -> str:
+    """The validation's name, with the run's kind when it is not a comparison
+    (``sequence_window (recovery)``)."""
+    return run.validation if run.kind == "comparison" else f"{run.validation} ({run.kind})"
 
 
 def describe_slice(slice_: Any) -> str:

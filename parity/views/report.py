@@ -38,6 +38,7 @@ import jinja2
 from matcher.gate import empty_outputs
 from matcher.serialize import json_safe
 from matcher.store import DATA_DOCS_DIR, ExpectationRecord, RunRecord, StoredDivergence
+from matcher.store.records import RECOVERY
 from matcher.verdict import EMPTY_WARNING, KINDS
 from parity.views.printable import compact, printable
 from parity.views.printable import show as shown
@@ -84,6 +85,7 @@ def report_document(record: RunRecord) -> dict[str, Any]:
         "empty": empty_outputs(record.stats),
         "warnings": [EMPTY_WARNING] if empty_outputs(record.stats) else [],
         "noise": _noise(record),
+        "recovery": recovery_view(record),
         "sides": _sides(record.stats),
         "stats": json_safe(record.stats),
         "column_stats": [
@@ -100,6 +102,31 @@ def report_document(record: RunRecord) -> dict[str, Any]:
         "report_path": record.report_path,
         "spec": json_safe(record.spec),
         "schema": None if record.schema is None else json_safe(record.schema.to_dict()),
+    }
+
+
+def recovery_view(record: RunRecord) -> dict[str, Any] | None:
+    """A recovery run's check and crash log (``None`` for other kinds): every kill, when it
+    happened, which batch was in flight, how long the job took to come back."""
+    if record.kind != RECOVERY:
+        return None
+    stats = record.stats if isinstance(record.stats, Mapping) else {}
+    log = stats.get("crashes")
+    log = dict(log) if isinstance(log, Mapping) else {}
+    crashes = [c for c in log.get("crashes", []) if isinstance(c, Mapping)]
+    settings = record.spec.get("recovery") if isinstance(record.spec, Mapping) else None
+    return {
+        "check": stats.get("check", "differential"),
+        "settings": json_safe(settings),
+        "planned": log.get("planned"),
+        "injected": log.get("injected", len(crashes)),
+        "recovered": log.get("recovered"),
+        "attempts": log.get("attempts"),
+        "batches": log.get("batches"),
+        "seconds": log.get("seconds"),
+        "uninterrupted_seconds": log.get("uninterrupted_seconds"),
+        "crashes": json_safe(crashes),
+        "error": log.get("error"),
     }
 
 
@@ -168,17 +195,11 @@ def _divergence(d: StoredDivergence, explanations: Mapping[int, Any]) -> dict[st
         "partner_reference_position": d.partner_reference_position,
         "partner_candidate_position": d.partner_candidate_position,
         "columns": list(d.columns),
-        "explanation": _explain(d),
+        "explanation": d.explain(),
         "reference_event": ref,
         "candidate_event": cand,
         "diff": diff,
     }
-
-
-def _explain(d: StoredDivergence) -> str:
-    if d.kind not in KINDS:  # a later kind of run may store others
-        return d.kind
-    return d.to_divergence().explain()
 
 
 def _expectations(record: RunRecord) -> dict[str, Any]:

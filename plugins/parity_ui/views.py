@@ -20,6 +20,7 @@ from parity.views.history import (
     describe_duration,
     describe_expectations,
     describe_slice,
+    describe_validation,
     history_entry,
 )
 from parity_ui.links import dag_run_path, run_path
@@ -81,7 +82,7 @@ def history_row(run: RunSummary, roots: Roots) -> HistoryRow:
     return HistoryRow(
         run_id=run.run_id,
         href=roots.run(run.run_id),
-        validation=run.validation,
+        validation=describe_validation(run),
         started=when(run.started_at),
         trigger="ad-hoc" if run.trigger == "adhoc" else run.trigger,
         reference_version=run.reference_version or NONE,

@@ -4,7 +4,9 @@ functions that build the slice job's and the applications' command lines.
     build_app_job("taxi", "candidate", spec.candidate, dirs, run_dir, root).argv()
     # ['/repo/jobs/examples/taxi.py', '--variant', 'parallel', '--input', RUN/slice, ...]
 
-``parity.airflow.plan`` assembles a run's jobs from these; the DAG's Spark tasks submit them.
+``parity.airflow.plan`` assembles a comparison's jobs from these and the DAG's Spark tasks
+submit them; ``parity.recovery`` starts (and kills) a streaming job's ``spark-submit`` itself
+(``spark_submit_argv``).
 """
 
 from __future__ import annotations
@@ -87,8 +89,14 @@ def build_app_job(
     root: Path,
 ) -> SparkJob:
     """The reference, candidate or rerun application on the slice: placeholders filled in,
-    or ``--input SLICE --output OUT`` appended when the arguments name neither."""
-    values = {"input": dirs["slice"], "output": dirs[role], "run_dir": run_dir}
+    or ``--input SLICE --output OUT`` appended when the arguments name neither.
+    ``{checkpoint}`` is ``dirs["checkpoint"]``, else ``RUN_DIR/checkpoint``."""
+    values = {
+        "input": dirs["slice"],
+        "output": dirs[role],
+        "run_dir": run_dir,
+        "checkpoint": dirs.get("checkpoint", str(Path(run_dir) / "checkpoint")),
+    }
     used: set[str] = set()
     for arg in app.args:
         used |= placeholders(arg)
@@ -104,6 +112,21 @@ def build_app_job(
         jars=tuple(resolve_path(p, root) for p in app.jars),
         main_class=app.main_class,
     )
+
+
+def spark_submit_argv(job: SparkJob, *, spark_submit: str, master: str) -> list[str]:
+    """The ``spark-submit`` command line that runs ``job`` on ``master`` (what Airflow's
+    Spark hook builds from the same fields, for callers that start the process themselves)."""
+    argv = [spark_submit, "--master", master, "--name", job.name]
+    for key, value in job.conf.items():
+        argv += ["--conf", f"{key}={value}"]
+    if job.py_files:
+        argv += ["--py-files", ",".join(job.py_files)]
+    if job.jars:
+        argv += ["--jars", ",".join(job.jars)]
+    if job.main_class is not None:
+        argv += ["--class", job.main_class]
+    return [*argv, *job.argv()]
 
 
 def resolve_path(path: str, root: Path) -> str:

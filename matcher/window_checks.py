@@ -1,0 +1,171 @@
+"""The window rule of the sequence-window validator (``matcher.windows``), and the few
+value and text helpers both rules share.
+
+    canonical(10)                              # [7, 8, 9, 10]
+    window_fault([0, 0, 0, 10], (6, 7, 8, 9), 10, None)
+    # ('loss', '3 leading zeros for tail 10: the state was reset, updates 7..9 gone ...')
+
+A window is judged only when it is neither canonical nor its predecessor with the tail
+pushed (``continues``): then it shows a fault of its own, named by the first fact found in
+this order of precedence (``matcher.windows`` states the rules in full):
+
+* a value not in the sequence, or a zero after a nonzero: corruption;
+* a value twice: duplication;
+* two values out of order: reordering;
+* a gap between neighbours, or more leading zeros than the tail has: loss;
+* none of these, yet not what was expected: corruption.
+
+A fact the predecessor showed one place to the right is not new: the state carried it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from matcher.serialize import json_safe
+from matcher.verdict import Kind
+
+WINDOW: Final = 4
+
+
+class _Missing:
+    """A record without the field: shown as null, told apart from a null by its detail."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+#: the value of ``key`` or ``window`` when the record has no such field
+MISSING: Final = _Missing()
+
+
+def canonical(tail: int) -> list[int]:
+    """The window for tail ``tail``: ``[max(0, t-3), max(0, t-2), max(0, t-1), t]``."""
+    return [max(0, tail - back) for back in range(WINDOW - 1, -1, -1)]
+
+
+def is_canonical(window: Any, tail: int) -> bool:
+    """``window`` is the window for ``tail``, every value an ``int`` (not 1.0, not true)."""
+    return window == canonical(tail) and all(type(value) is int for value in window)
+
+
+def in_sequence(value: Any, expected: int | None) -> bool:
+    """A value the ring can hold: 0 (not filled yet) or an update, 1 .. ``expected``."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return False
+    return value >= 0 and (expected is None or value <= expected)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal and of the same types, element by element: 1, 1.0 and true differ."""
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
+
+
+def continues(ring: Sequence[Any] | None, last: int, window: Any, tail: int) -> bool:
+    """``window`` is the previous window ``ring`` with ``tail`` pushed, or with
+    ``last+1 .. tail`` pushed after a jump (the outputs were lost, not the updates)."""
+    if ring is None:
+        return False
+    if same(window, (*ring[1:], tail)):
+        return True
+    if tail <= last + 1:
+        return False
+    pushed = (*ring, *range(max(last + 1, tail - WINDOW + 1), tail + 1))
+    return same(window, pushed[-WINDOW:])
+
+
+def window_fault(
+    window: list[Any], ring: Sequence[Any] | None, tail: int, expected: int | None
+) -> tuple[Kind, str]:
+    """The new fault of a window of ``WINDOW`` values with a valid tail, that is neither
+    canonical nor continues ``ring``: its kind and a sentence naming what was expected."""
+    wanted = f"expected {shown(canonical(tail))}"
+
+    def carried(*places: int) -> bool:
+        return ring is not None and all(
+            p < WINDOW - 1 and same(window[p], ring[p + 1]) for p in places
+        )
+
+    valid = [in_sequence(value, expected) for value in window]
+    for place, value in enumerate(window):
+        if not valid[place] and not carried(place):
+            return "corruption", f"the value {shown(value)} is not in the sequence ({wanted})"
+    zeros = next((p for p, v in enumerate(window) if not (valid[p] and v == 0)), WINDOW)
+    for place, value in enumerate(window):
+        if place > zeros and valid[place] and value == 0 and not carried(zeros, place):
+            text = f"a zero follows {shown(window[zeros])}: zeros only lead a window"
+            return "corruption", f"{text} ({wanted})"
+    values = [(p, v) for p, v in enumerate(window) if valid[p] and v > 0]
+    pairs = list(itertools.combinations(values, 2))
+    for (p, x), (q, y) in pairs:
+        if x == y and not carried(p, q):
+            return "duplication", f"{x} shows twice: an update was applied twice ({wanted})"
+    for (p, x), (q, y) in pairs:
+        if x > y and not carried(p, q):
+            text = f"{x} comes before {y}: a later update was applied before an earlier one"
+            return "reordering", f"{text} ({wanted})"
+    for (p, x), (q, y) in itertools.pairwise(values):
+        if q == p + 1 and y > x + 1 and not carried(p, q):
+            text = f"the window skips from {x} to {y}: {updates(x + 1, y - 1)} gone from the state"
+            return "loss", f"{text} ({wanted})"
+    if zeros > max(0, WINDOW - tail) and not carried(*range(zeros)):
+        lost = [v for v in canonical(tail)[:zeros] if v > 0]
+        text = f"{zeros} leading zeros for tail {tail}: the state was reset"
+        return "loss", f"{text}, {updates(lost[0], lost[-1])} gone from it ({wanted})"
+    text = "the window is neither the canonical one nor the previous one with its tail pushed"
+    return "corruption", f"{text} ({wanted})"
+
+
+# --- text -----------------------------------------------------------------------------------
+
+
+def json_value(value: Any) -> Any:
+    """``value`` as JSON holds it: ``MISSING`` as null."""
+    return None if value is MISSING else json_safe(value)
+
+
+def shown(value: Any) -> str:
+    """A data value in a detail: as JSON, every control or non-ASCII character escaped."""
+    return json.dumps(json_value(value))
+
+
+def verb(count: int) -> str:
+    return "shows" if count == 1 else "show"
+
+
+def updates(lo: int, hi: int, skip: Iterable[int] = ()) -> str:
+    """``update 6``, ``updates 6, 7``, ``updates 6..998``: ``lo .. hi`` but ``skip``."""
+    runs: list[tuple[int, int]] = []
+    start = lo
+    for number in sorted(n for n in set(skip) if lo <= n <= hi):
+        if number > start:
+            runs.append((start, number - 1))
+        start = number + 1
+    if start <= hi:
+        runs.append((start, hi))
+    return _runs_text(runs)
+
+
+def listed(numbers: Iterable[int]) -> str:
+    """``update 6``, ``updates 6, 8..10``: the given numbers, in order."""
+    runs: list[tuple[int, int]] = []
+    for number in sorted(set(numbers)):
+        if runs and runs[-1][1] == number - 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return _runs_text(runs)
+
+
+def _runs_text(runs: list[tuple[int, int]]) -> str:
+    parts: list[str] = []
+    for a, b in runs:
+        parts.extend([str(a)] if a == b else [str(a), str(b)] if b == a + 1 else [f"{a}..{b}"])
+    total = sum(b - a + 1 for a, b in runs)
+    text = ", ".join(parts[:6]) + (", ..." if len(parts) > 6 else "")
+    return f"update {text}" if total == 1 else f"updates {text}"

@@ -1,0 +1,132 @@
+"""The DAG of a recovery validation (a spec with ``application`` and ``recovery``)::
+
+    plan ─► run_uninterrupted ─► run_crashed ─► check ─► gate
+            (check: differential only)
+
+``plan`` makes the run's workspace; ``run_uninterrupted`` runs the streaming application once
+without crashes; ``run_crashed`` runs it under the spec's seeded SIGKILLs, restarting it from
+its checkpoint until it finishes (``parity.recovery.crashes``); ``check`` judges the crashed
+output (the sequence-window validator, or the match job against the uninterrupted output)
+and stores the run as kind ``recovery``; ``gate`` decides the spec's gate policy on it and
+fails the DAG run when it is closed. A step that cannot finish stores the run failed, with
+its reason, and fails at once (no retry: a retry would crash a different run).
+
+The jobs are ``spark-submit`` processes this task starts and kills itself (the crash loop
+needs their process groups), on the spec's ``recovery.master`` (default ``local[2]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from matcher.errors import ParityError
+from matcher.spec import Spec
+from matcher.store import Store
+from matcher.store.run_ids import pipeline_run_id
+from parity.airflow.gate import record_run_gate
+from parity.recovery.runner import (
+    RecoveryPlan,
+    check,
+    failures_stored,
+    find_spark_submit,
+    plan_recovery,
+    prepare_workspace,
+    run_crashed,
+    run_uninterrupted,
+    spark_env,
+)
+
+TASK_DOCS = {
+    "plan": "Makes the run's workspace (outputs, checkpoints, crash log, logs).",
+    "run_uninterrupted": "Runs the streaming application once, without crashes.",
+    "run_crashed": "Runs it under seeded SIGKILLs, restarting from its checkpoint each time.",
+    "check": "Checks the crashed output and stores the run (kind recovery) with its crash log.",
+    "gate": "Decides the gate on the stored run; fails the DAG run when it is closed.",
+}
+
+
+def recovery_plan(spec: Spec, context: Any, *, root: Path, home: Path) -> RecoveryPlan:
+    """The run's plan, the same in every task: its run id is the DAG run's."""
+    run = context["dag_run"]
+    trigger = _trigger(run.run_type)
+    plan = plan_recovery(
+        spec,
+        root=root,
+        home=home,
+        run_id=pipeline_run_id(run.dag_id, run.run_id),
+        trigger=trigger,
+    )
+    return replace(plan, dag_id=run.dag_id, dag_run_id=run.run_id)
+
+
+def _trigger(run_type: Any) -> str:
+    """``scheduled`` or ``adhoc`` from the DAG run's type (an enum, or its value)."""
+    value = str(getattr(run_type, "value", run_type))
+    return "scheduled" if value == "scheduled" else "adhoc"
+
+
+def build_recovery_dag(spec: Spec, *, root: Path, home: Callable[[], Path], **dag_args: Any) -> Any:
+    """The recovery validation's DAG; ``dag_args`` go to ``DAG`` (id, schedule, tags...)."""
+    from airflow.sdk import DAG, task
+    from airflow.sdk.exceptions import AirflowFailException
+
+    def step(context: Any, body: Callable[[RecoveryPlan], None]) -> None:
+        plan = recovery_plan(spec, context, root=root, home=home())
+        try:
+            with failures_stored(plan, None):
+                body(plan)
+        except ParityError as exc:  # the run is stored failed: fail now, no retry
+            raise AirflowFailException(str(exc)) from None
+
+    with DAG(**dag_args) as dag:
+
+        @task(task_id="plan", doc_md=TASK_DOCS["plan"])
+        def plan(**context: Any) -> str:
+            made = recovery_plan(spec, context, root=root, home=home())
+            prepare_workspace(made)
+            print(f"parity: {made.run_id}: workspace {made.run_dir}")
+            return str(made.run_dir)
+
+        @task(task_id="run_uninterrupted", doc_md=TASK_DOCS["run_uninterrupted"])
+        def uninterrupted(**context: Any) -> None:
+            def body(made: RecoveryPlan) -> None:
+                seconds = run_uninterrupted(made, spark_env(), spark_submit=find_spark_submit())
+                print(f"parity: the uninterrupted run took {seconds:.1f}s")
+
+            step(context, body)
+
+        @task(task_id="run_crashed", doc_md=TASK_DOCS["run_crashed"])
+        def crashed(**context: Any) -> None:
+            def body(made: RecoveryPlan) -> None:
+                log = run_crashed(made, spark_env(), spark_submit=find_spark_submit())
+                for crash in log.crashes:
+                    print(f"parity: crash {crash.number}: {crash.to_dict()}")
+                print(f"parity: {log.attempts} starts, {log.recovered} recoveries")
+
+            step(context, body)
+
+        @task(task_id="check", doc_md=TASK_DOCS["check"])
+        def checked(**context: Any) -> None:
+            def body(made: RecoveryPlan) -> None:
+                check(made, spark_env(), spark_submit=find_spark_submit(), db=None)
+
+            step(context, body)
+
+        @task(task_id="gate", doc_md=TASK_DOCS["gate"])
+        def gate(**context: Any) -> None:
+            made = recovery_plan(spec, context, root=root, home=home())
+            with Store.open() as store:
+                decision = record_run_gate(store, made.run_id, spec)
+            print(f"parity: gate {'open' if decision.passed else 'closed'}: {decision.reason}")
+            if not decision.passed:
+                raise AirflowFailException(f"gate closed: {decision.reason}")
+
+        assert spec.recovery is not None
+        if spec.recovery.check == "differential":
+            plan() >> uninterrupted() >> crashed() >> checked() >> gate()
+        else:
+            plan() >> crashed() >> checked() >> gate()
+    return dag
