@@ -425,3 +425,26 @@ def test_functions_under_an_allowed_prefix_and_the_specs_own_are_used(root: Path
                        "equality: {function: 'adhoc_allowed_eq:f'}")  # fmt: skip
     made = adhoc_plan(root, NO_ADHOC, own, dependence={"key": ["taxi_id", "kind"]})
     assert dict(made.overrides) == {"dependence": {"key": ["taxi_id", "kind"]}}
+
+
+def test_the_run_type_is_read_from_the_task_sdks_enum() -> None:
+    """The task SDK gives ``dag_run.run_type`` as an enum whose ``str()`` is
+    ``DagRunType.SCHEDULED``: read as such, a scheduler's run was stored as ad hoc."""
+    from airflow.sdk.api.datamodels._generated import DagRunType
+
+    from parity.airflow.plan import run_type_name, trigger_of
+
+    assert str(DagRunType.SCHEDULED) == "DagRunType.SCHEDULED"  # what was stored before
+    assert run_type_name(DagRunType.SCHEDULED) == "scheduled"
+    assert [trigger_of(t) for t in DagRunType] == [
+        "scheduled" if t.value in ("scheduled", "backfill") else "adhoc" for t in DagRunType
+    ]
+    assert (trigger_of(DagRunType.SCHEDULED), trigger_of(DagRunType.MANUAL)) == (
+        "scheduled",
+        "adhoc",
+    )
+    assert (trigger_of("scheduled"), trigger_of("backfill"), trigger_of("manual")) == (
+        "scheduled",
+        "scheduled",
+        "adhoc",
+    )

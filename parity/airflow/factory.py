@@ -44,6 +44,7 @@ from parity.airflow.plan import (
     effective_spec_text,
     plan_run,
     prepare_workspace,
+    run_type_name,
 )
 
 CONN_VARIABLE = "PARITY_SPARK_CONN_ID"
@@ -232,7 +233,7 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
             run_context = RunContext(
                 dag_id=run.dag_id,
                 dag_run_id=run.run_id,
-                run_type=str(run.run_type),
+                run_type=run_type_name(run.run_type),
                 interval_start=context.get("data_interval_start"),
                 interval_end=context.get("data_interval_end"),
                 params={k: context["params"].get(k) for k in PARAMS},

@@ -141,7 +141,18 @@ class RunContext:
     @property
     def trigger(self) -> str:
         """``scheduled`` for the scheduler's runs (and backfills), ``adhoc`` otherwise."""
-        return "scheduled" if self.run_type in ("scheduled", "backfill") else "adhoc"
+        return trigger_of(self.run_type)
+
+
+def run_type_name(run_type: Any) -> str:
+    """A DAG run's type as its value (``scheduled``). The task SDK gives an enum, whose
+    ``str()`` is ``DagRunType.SCHEDULED``: stored as such, every run would read as ad hoc."""
+    return str(getattr(run_type, "value", run_type))
+
+
+def trigger_of(run_type: Any) -> str:
+    """``scheduled`` for the scheduler's runs (and backfills), ``adhoc`` otherwise."""
+    return "scheduled" if run_type_name(run_type) in ("scheduled", "backfill") else "adhoc"
 
 
 @dataclass(frozen=True, slots=True)

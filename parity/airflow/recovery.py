@@ -27,6 +27,7 @@ from matcher.spec import Spec
 from matcher.store import Store
 from matcher.store.run_ids import pipeline_run_id
 from parity.airflow.gate import record_run_gate
+from parity.airflow.plan import trigger_of
 from parity.recovery.runner import (
     RecoveryPlan,
     check,
@@ -51,7 +52,7 @@ TASK_DOCS = {
 def recovery_plan(spec: Spec, context: Any, *, root: Path, home: Path) -> RecoveryPlan:
     """The run's plan, the same in every task: its run id is the DAG run's."""
     run = context["dag_run"]
-    trigger = _trigger(run.run_type)
+    trigger = trigger_of(run.run_type)
     plan = plan_recovery(
         spec,
         root=root,
@@ -60,12 +61,6 @@ def recovery_plan(spec: Spec, context: Any, *, root: Path, home: Path) -> Recove
         trigger=trigger,
     )
     return replace(plan, dag_id=run.dag_id, dag_run_id=run.run_id)
-
-
-def _trigger(run_type: Any) -> str:
-    """``scheduled`` or ``adhoc`` from the DAG run's type (an enum, or its value)."""
-    value = str(getattr(run_type, "value", run_type))
-    return "scheduled" if value == "scheduled" else "adhoc"
 
 
 def build_recovery_dag(spec: Spec, *, root: Path, home: Callable[[], Path], **dag_args: Any) -> Any:
