@@ -19,8 +19,8 @@ The check:
   spec's dependence and equality, and stores the run itself with the crash log.
 
 A run that cannot finish (the job fails on its own, stalls, runs out of time, or its
-checkpoint cannot be written) is stored as a failed run with the crash log so far, and
-``RecoveryError`` says why in one line. Nothing is stored before the check starts but that
+checkpoint cannot be written) is stored as a failed run with that one line as its error (the
+crash log so far stays in the workspace), and ``RecoveryError`` says it. Nothing is stored before the check starts but that
 failure: a run is never half written.
 """
 
@@ -36,7 +36,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -390,7 +390,7 @@ def check(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str, db: 
         return
     with Store.open(db) as store, store.running(recovery_start(plan)):
         outcome = check_windows_output(plan, crash_log)
-        store.record_run(plan.run_id, replace(outcome, report_path=str(plan.path("report"))))
+        store.record_run(plan.run_id, outcome)
 
 
 @contextmanager
@@ -407,7 +407,8 @@ def failures_stored(plan: RecoveryPlan, db: str | None) -> Iterator[None]:
 
 
 def _store_failure(plan: RecoveryPlan, start: RunStart, db: str | None, exc: BaseException) -> None:
-    """Store the run as failed, with the crash log written so far."""
+    """Store the run as failed, its error the one line; the crash log so far stays in the
+    workspace (``crashes.json``)."""
     with Store.open(db) as store:
         current = store.get_run(plan.run_id)
         if current is not None and current.status != "running":
