@@ -20,8 +20,8 @@ The check:
 
 A run that cannot finish (the job fails on its own, stalls, runs out of time, or its
 checkpoint cannot be written) is stored as a failed run with that one line as its error (the
-crash log so far stays in the workspace), and ``RecoveryError`` says it. Nothing is stored before the check starts but that
-failure: a run is never half written.
+crash log so far stays in the workspace), and ``RecoveryError`` says it. Nothing is stored
+before the check starts but that failure: a run is never half written.
 """
 
 from __future__ import annotations
