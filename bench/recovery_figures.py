@@ -15,6 +15,7 @@ fail with its kind. Every run is stored in ``OUT/parity.db`` (``parity history -
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,7 +40,8 @@ VARIANTS = {
     "driver_state": "loss",
     "state_timeout": "loss",
 }
-SINK = {"at_least_once_sink": ["--sink", "db", "--sink-url", "sqlite:///{run_dir}/sink.db"]}
+#: the db sink inside the output folder, where the crash loop watches for its writes
+SINK = {"at_least_once_sink": ["--sink", "db", "--sink-url", "sqlite:///{output}/_sink.db"]}
 
 
 @dataclass
@@ -75,7 +77,12 @@ dependence: {{key: [key]}}
 """
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # so that the crash loop kills the job it started on the way out
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, _interrupt)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--crashes", type=int, default=5)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.entry import run_job, session
+from matcher.arguments import whole_number
 from matcher.errors import InputError
 from matcher.failures import check_text_arguments
 from matcher.serialize import json_safe
@@ -76,11 +77,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json-out", metavar="PATH", help="also write the verdict as JSON")
     parser.add_argument("--report-dir", metavar="DIR", help=f"write {REPORT_FILE} here")
     parser.add_argument(
-        "--limit", type=_count, default=100, metavar="N", help="witnesses kept (default 100)"
+        "--limit",
+        type=whole_number(0),
+        default=100,
+        metavar="N",
+        help="witnesses kept (default 100)",
     )
     parser.add_argument(
         "--noise-limit",
-        type=_count,
+        type=whole_number(0),
         default=NOISE_LIMIT,
         metavar="N",
         help=f"witnesses examined to find noisy keys (default {NOISE_LIMIT})",
@@ -90,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--candidate-version", metavar="V", help="the candidate's version")
     parser.add_argument("--dag-id", metavar="D", help="the Airflow DAG that ran it")
     parser.add_argument("--dag-run-id", metavar="R", help="the Airflow DAG run")
-    parser.add_argument("--task-try", type=_count, metavar="N", help="the Airflow task try")
+    parser.add_argument(
+        "--task-try", type=whole_number(0), metavar="N", help="the Airflow task try"
+    )
     parser.add_argument("--slice-json", metavar="JSON", help="the input slice, a JSON object")
     parser.add_argument(
         "--kind",
@@ -124,15 +131,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: the largest count an argument takes: the store's integers are 64-bit
-MAX_COUNT = 2**63 - 1
-
-
-def _count(text: str) -> int:
-    if not (text.isascii() and text.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    if int(text) > MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"expected a whole number <= {MAX_COUNT}, got {text!r}")
-    return int(text)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

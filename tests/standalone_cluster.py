@@ -35,11 +35,12 @@ from typing import Any
 
 import pyspark
 
+from parity.recovery import processes
+
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
-EXECUTOR_CLASS = "CoarseGrainedExecutorBackend"
 
 
 class ClusterError(Exception):
@@ -177,46 +178,16 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 def group_members(pgid: int) -> list[int]:
     """The live processes of process group ``pgid`` (zombies are not counted)."""
     members = []
-    for pid, fields in _stats():
+    for pid, fields in processes.stats():
         if fields[2] == str(pgid) and fields[0] != "Z":  # state, ppid, pgrp, ...
             members.append(pid)
     return members
 
 
-def _stats() -> Iterator[tuple[int, list[str]]]:
-    """Every process's ``/proc/PID/stat`` fields after the command name."""
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:  # gone meanwhile
-                continue
-            yield int(entry.name), stat.rsplit(")", 1)[1].split()
-
-
 def executor_pids(cluster: Cluster) -> list[int]:
     """The executor JVMs running now under the cluster's workers, by scanning ``/proc``."""
     workers = set(cluster.worker_pids)
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-        if EXECUTOR_CLASS.encode() in command and workers & set(_ancestors(int(entry.name))):
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-def _ancestors(pid: int) -> Iterator[int]:
-    parents = {child: int(fields[1]) for child, fields in _stats()}
-    for _ in range(64):  # bounded: a chain of parents is never this long
-        pid = parents.get(pid, 0)
-        if pid <= 1:
-            return
-        yield pid
+    return [pid for pid in processes.executor_pids() if workers & set(processes.ancestors(pid))]
 
 
 def _tails(logs: list[Path], lines: int = 15) -> str:

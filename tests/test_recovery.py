@@ -19,7 +19,7 @@ import pytest
 from jobs.examples.sequence_input import write_input
 from matcher.store import Store
 from parity.cli import main
-from parity.recovery.crashes import descendants
+from parity.recovery.processes import descendants
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(1200)]
 

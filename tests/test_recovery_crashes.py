@@ -10,6 +10,7 @@ The real detector application under spark-submit is tested in ``test_recovery.py
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,14 +21,15 @@ from pathlib import Path
 import pytest
 
 from parity.recovery.crashes import (
+    PHASES,
     Kill,
     RecoveryError,
     check_checkpoint,
-    descendants,
-    kill_tree,
     plan_kills,
     run_with_crashes,
 )
+from parity.recovery.processes import descendants, kill_tree
+from parity.recovery.sink import SinkWatch
 
 JOB = textwrap.dedent(
     """
@@ -36,6 +38,7 @@ JOB = textwrap.dedent(
 
     checkpoint, batches, pause = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
     fail_at = int(sys.argv[4]) if len(sys.argv) > 4 else -1
+    sink = Path(sys.argv[5]) if len(sys.argv) > 5 else None
     (checkpoint / "offsets").mkdir(parents=True, exist_ok=True)
     (checkpoint / "commits").mkdir(parents=True, exist_ok=True)
     # a child in a process group of its own, like PySpark's worker daemon
@@ -49,6 +52,10 @@ JOB = textwrap.dedent(
             child.kill()
             sys.exit(3)
         time.sleep(pause)
+        if sink is not None:  # the sink writes the batch, a while before the commit
+            sink.mkdir(exist_ok=True)
+            (sink / f"part-{batch}").write_text("rows")
+            time.sleep(pause)
         (checkpoint / "commits" / str(batch)).write_text("v1")
         time.sleep(pause / 2)  # between two batches
     child.kill()  # a job that ends leaves nothing behind
@@ -73,8 +80,70 @@ def test_kills_are_planned_from_the_seed_alone() -> None:
     assert plan_kills(5, seed=7) != plan_kills(5, seed=8)
     kills = plan_kills(20, seed=1)
     assert [k.number for k in kills] == list(range(1, 21))
-    assert {k.phase for k in kills} == {"between", "inside"}
+    assert sorted(k.phase for k in kills) == sorted([*PHASES * 6, "between", "inside"])
     assert all(1 <= k.after <= 3 and 0.1 <= k.fraction <= 0.9 for k in kills)
+    for seed in range(50):  # three kills or more try every moment
+        assert {k.phase for k in plan_kills(3, seed)} == set(PHASES)
+
+
+def test_a_written_kill_lands_after_the_sink_wrote_and_before_the_commit(
+    job: Path, tmp_path: Path
+) -> None:
+    """The sink's file of the batch in flight exists, its commit does not: the restart
+    replays a batch the sink already holds."""
+    checkpoint, sink = tmp_path / "checkpoint", tmp_path / "sink"
+    seen: list[tuple[bool, bool]] = []
+
+    class Watch(SinkWatch):
+        def wrote_since(self, before):  # type: ignore[no-untyped-def]
+            wrote = SinkWatch.wrote_since(self, before)
+            if wrote:  # what the job's folders hold at the instant of the kill
+                batch = len(os.listdir(checkpoint / "commits"))
+                seen.append(
+                    (
+                        (sink / f"part-{batch}").exists(),
+                        (checkpoint / "commits" / str(batch)).exists(),
+                    )
+                )
+            return wrote
+
+    run = run_with_crashes(
+        _command(job, checkpoint, 6, 0.3, "-1", str(sink)),
+        env=os.environ,
+        checkpoint=checkpoint,
+        kills=[Kill(1, "written", 2, 0.5), Kill(2, "written", 1, 0.5)],
+        log=tmp_path / "job.log",
+        timeout=120,
+        sink=Watch((sink,)),
+    )
+    assert [(c.planned, c.phase, c.committed, c.batch) for c in run.crashes] == [
+        ("written", "written", 2, 2),
+        ("written", "written", 3, 3),
+    ]
+    assert seen == [(True, False), (True, False)]
+    assert (run.attempts, run.batches, run.recovered) == (3, 6, 2)
+
+
+def test_the_sink_counts_a_write_only_once_it_is_closed(tmp_path: Path) -> None:
+    watch = SinkWatch((tmp_path / "out",), exclude=(tmp_path / "out" / "checkpoint",))
+    empty = watch.snapshot()
+    assert empty == {} and not watch.wrote_since(empty)
+    (tmp_path / "out" / "checkpoint").mkdir(parents=True)
+    (tmp_path / "out" / "checkpoint" / "commits").write_text("0")
+    assert not watch.wrote_since(empty)  # the checkpoint is not the sink
+    (tmp_path / "out" / "sink.db").write_text("rows")
+    (tmp_path / "out" / "sink.db-journal").write_text("undo")
+    assert not watch.wrote_since(empty)  # a SQLite transaction still open
+    (tmp_path / "out" / "sink.db-journal").unlink()
+    assert watch.wrote_since(empty)
+    before = watch.snapshot()
+    assert not watch.wrote_since(before)
+    (tmp_path / "out" / "_temporary" / "0").mkdir(parents=True)
+    (tmp_path / "out" / "_temporary" / "0" / "part-0").write_text("rows")
+    assert not watch.wrote_since(before)  # a Hadoop job commit in progress
+    shutil.rmtree(tmp_path / "out" / "_temporary")
+    (tmp_path / "out" / "part-0").write_text("rows")
+    assert watch.wrote_since(before)
 
 
 def test_the_job_is_killed_and_restarted_until_it_finishes(job: Path, tmp_path: Path) -> None:

@@ -140,6 +140,28 @@ def test_the_plan_fills_in_the_checkpoint_and_keeps_the_runs_apart(tmp_path: Pat
     assert str(plan.run_dir / "checkpoint-uninterrupted") in other
 
 
+def test_a_spec_with_a_slice_reads_the_slice_the_slice_job_writes(tmp_path: Path) -> None:
+    """The bundled differential spec: the slice job writes 12 files into the run's folder
+    first, and the application reads them; without a slice there is no slice job."""
+    from parity.recovery.runner import app_command, slice_command
+
+    spec = load_spec(ROOT / "dags" / "validations" / "taxi_streaming_recovery.yaml")
+    plan = plan_recovery(spec, root=ROOT, home=tmp_path, run_id="r1")
+    assert plan.input == str(plan.run_dir / "slice")
+    assert slice_command(plan, spark_submit="spark-submit") == [
+        *("spark-submit", "--master", "local[2]", "--name", "parity-taxi_streaming_recovery-slice"),
+        *("--conf", "spark.sql.session.timeZone=UTC", str(ROOT / "jobs" / "slice.py")),
+        *("--capture", str(ROOT / "data" / "captures" / "taxi"), "--out", plan.input),
+        *("--format", "jsonl", "--column", "event_time"),
+        *("--start", "2024-05-01T00:00:00+00:00", "--end", "2024-05-02T00:00:00+00:00"),
+        *("--files", "12", "--summary-json", str(plan.run_dir / "slice.json")),
+    ]
+    crashed = app_command(plan, "crashed", spark_submit="spark-submit")
+    assert crashed[crashed.index("--input") + 1] == plan.input
+    whole = plan_recovery(load_spec(_spec(tmp_path)), root=ROOT, home=tmp_path)
+    assert (whole.slice, slice_command(whole, spark_submit="spark-submit")) == (None, None)
+
+
 def test_an_executor_kill_needs_a_standalone_master(tmp_path: Path) -> None:
     spec = load_spec(_spec(tmp_path))
     with pytest.raises(SpecError, match=r"kill: executor needs a standalone cluster"):

@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
-from urllib.parse import quote
 
 import pytest
 
@@ -211,9 +210,10 @@ def test_the_idempotent_table_replaces_a_replayed_batch(db_url: str, tmp_path: P
     sink.write(1, [C])  # replayed after a crash
     sink.write(2, [])
     engine.dispose()
-    assert export_windows(db_url, tmp_path / "windows.jsonl") == 3
-    assert read_windows(tmp_path) == [A, B, C]
-    assert (tmp_path / "windows.jsonl").read_text().splitlines()[0] == (
+    (tmp_path / "out").mkdir()
+    assert export_windows(db_url, tmp_path / "out" / "windows.jsonl") == 3
+    assert read_windows(tmp_path / "out") == [A, B, C]
+    assert (tmp_path / "out" / "windows.jsonl").read_text().splitlines()[0] == (
         '{"key": "k0", "window": [0, 0, 0, 1]}'
     )
 
@@ -225,28 +225,9 @@ def test_the_appending_table_writes_a_replayed_batch_twice(db_url: str, tmp_path
     sink.write(1, [C])
     sink.write(1, [C])  # replayed after a crash
     engine.dispose()
-    assert export_windows(db_url, tmp_path / "windows.jsonl") == 4
-    assert read_windows(tmp_path) == [A, B, C, C]
-
-
-def test_read_windows_follows_the_file_sinks_log(tmp_path: Path) -> None:
-    """Compacted entries (``9.compact``) and the batches after; unlisted files are orphans.
-    The log names files by URI, escaped."""
-    out = tmp_path / "out dir"
-    log = out / "_spark_metadata"
-    log.mkdir(parents=True)
-
-    def part(name: str, *rows: WindowRecord) -> str:
-        (out / name).write_text("".join(row.to_json() + "\n" for row in rows))
-        entry = {"path": "file://" + quote(str(out / name)), "size": 1, "isDir": False}
-        return json.dumps({**entry, "modificationTime": 0, "action": "add"})
-
-    (log / "8").write_text("v1\n" + part("p8.json", C))  # superseded by the compacted entry
-    (log / "9.compact").write_text("v1\n" + part("p0.json", A) + "\n" + part("p9.json", B))
-    (log / "10").write_text("v1\n" + part("p10-a.json", C) + "\n" + part("p10-b.json"))
-    (log / ".10.crc").write_text("")
-    part("orphan.json", A)
-    assert read_windows(out) == [A, B, C]
+    (tmp_path / "out").mkdir()
+    assert export_windows(db_url, tmp_path / "out" / "windows.jsonl") == 4
+    assert read_windows(tmp_path / "out") == [A, B, C, C]
 
 
 def test_read_windows_takes_batch_files_in_batch_order(tmp_path: Path) -> None:
@@ -266,7 +247,7 @@ def test_read_windows_takes_batch_files_in_batch_order(tmp_path: Path) -> None:
     [
         ([], "the following arguments are required: --checkpoint"),
         (["--checkpoint", "C", "--depth", "0"],
-         "argument --depth: expected a positive integer, got '0'"),
+         "argument --depth: expected a whole number >= 1, got '0'"),
         (["--checkpoint", "C", "--sink", "db"], "--sink db needs --sink-url"),
         (["--checkpoint", "C", "--variant", "at_least_once_sink", "--sink", "file"],
          "--variant at_least_once_sink writes to a database: use --sink db"),

@@ -19,8 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from matcher.errors import InputError
-from matcher.files.readers import read_events
-from matcher.files.sink_log import committed_files
+from matcher.files.readers import data_files, read_events
 from matcher.files.windows_output import read_windows
 from matcher.windows import MISSING, Violation, WindowsReport, canonical, check_windows
 from parity.cli import main
@@ -182,12 +181,18 @@ def test_partition_interference_fails_both_keys() -> None:
 
 
 def test_the_sink_fails_when_read_in_name_order() -> None:
-    """What the log is for: part names are random, and the orphan duplicates batch 11."""
-    events = read_events(CORPUS / "sink")
+    """What the log is for: part names are random, and the orphan duplicates batch 11.
+    Every reader of an output follows the log (``data_files``), the comparison's too."""
+    named = sorted(p for p in (CORPUS / "sink").iterdir() if p.name.startswith("part-"))
+    events = [event for path in named for event in read_events(path)]
     report = check_windows(((e["key"], e["window"]) for e in events), expected=12)
     assert report.records == 38
     assert report.counts["duplication"] == 2
     assert not report.passed
+    logged = check_windows(
+        ((e["key"], e["window"]) for e in read_events(CORPUS / "sink")), expected=12
+    )
+    assert (logged.records, logged.passed) == (36, True)
 
 
 def test_the_corpus_is_what_generate_writes(tmp_path: Path) -> None:
@@ -665,7 +670,7 @@ def test_a_directory_without_a_log_is_read_in_name_order(tmp_path: Path) -> None
     write_jsonl(tmp_path / "part-00001.json", [{"key": "k", "window": canonical(2)}])
     write_jsonl(tmp_path / "part-00000.json", [{"key": "k", "window": canonical(1)}])
     (tmp_path / "_SUCCESS").write_text("")
-    assert [p.name for p, _ in committed_files(tmp_path)] == ["part-00000.json", "part-00001.json"]
+    assert [p.name for p, _ in data_files(tmp_path)] == ["part-00000.json", "part-00001.json"]
 
 
 def entry(path: str, action: str = "add") -> str:
@@ -702,7 +707,7 @@ def test_the_log_gives_the_order_from_the_latest_compact_file(tmp_path: Path) ->
             ".5.tmp": [entry(f"{uri}/p-x.json")],
         },
     )
-    assert [p.name for p, _ in committed_files(out)] == [
+    assert [p.name for p, _ in data_files(out)] == [
         "p-c.json",
         "p-a.json",
         "p-d.json",
@@ -715,7 +720,7 @@ def test_files_the_log_does_not_list_are_not_read(tmp_path: Path) -> None:
     out = sink(tmp_path, ["p-1.json", "p-2.json"])
     write_jsonl(out / "p-0-orphan.json", [{"key": "k", "window": canonical(1)}])
     write_log(out, {"0": [entry(f"file://{out}/p-1.json")], "1": [entry(f"file://{out}/p-2.json")]})
-    assert [p.name for p, _ in committed_files(out)] == ["p-1.json", "p-2.json"]
+    assert [p.name for p, _ in data_files(out)] == ["p-1.json", "p-2.json"]
     assert check_windows(read_windows(out)).passed
 
 
@@ -725,7 +730,7 @@ def test_a_delete_removes_an_added_file(tmp_path: Path) -> None:
         out,
         {"0": [entry(f"{out}/a.json"), entry(f"{out}/b.json"), entry(f"{out}/a.json", "delete")]},
     )
-    assert [p.name for p, _ in committed_files(out)] == ["b.json"]
+    assert [p.name for p, _ in data_files(out)] == ["b.json"]
 
 
 def test_paths_are_percent_decoded_and_found_by_name_when_moved(tmp_path: Path) -> None:
@@ -737,13 +742,13 @@ def test_paths_are_percent_decoded_and_found_by_name_when_moved(tmp_path: Path) 
             "1": [entry("file:///gone/elsewhere/b.json")],
         },
     )
-    assert committed_files(out) == [(out / "part one.json", "json"), (out / "b.json", "json")]
+    assert data_files(out) == [(out / "part one.json", "json"), (out / "b.json", "json")]
 
 
 def test_an_empty_log_is_an_empty_output(tmp_path: Path) -> None:
     out = sink(tmp_path, ["orphan.json"])
     (out / "_spark_metadata").mkdir()
-    assert committed_files(out) == []
+    assert data_files(out) == []
 
 
 @pytest.mark.parametrize(
@@ -769,7 +774,7 @@ def test_a_bad_log_is_an_input_error(
     out = sink(tmp_path, ["a.json"])
     write_log(out, log)
     with pytest.raises(InputError) as caught:
-        committed_files(out)
+        data_files(out)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
 
@@ -779,7 +784,7 @@ def test_a_log_of_another_version_is_an_input_error(tmp_path: Path) -> None:
     (out / "_spark_metadata").mkdir()
     (out / "_spark_metadata" / "0").write_text("v2\n", encoding="utf-8")
     with pytest.raises(InputError, match="line 1: expected the sink log version v1, got 'v2'"):
-        committed_files(out)
+        data_files(out)
 
 
 @pytest.mark.spark
@@ -814,6 +819,10 @@ def test_a_real_spark_file_sink(spark: Any, tmp_path: Path) -> None:
     write_jsonl(out / "part-00000-killed-c000.json", [{"key": "a", "window": canonical(9)}])
     assert list(read_windows(out)) == expected
     assert check_windows(read_windows(out), expected=5).passed
+    # Both engines of a comparison read what Spark reads: the logged files, not the orphan.
+    from_spark = [(r["key"], r["window"]) for r in session.read.json(str(out)).collect()]
+    assert sorted(from_spark) == sorted(expected)
+    assert [(e["key"], e["window"]) for e in read_events(out)] == expected
 
 
 # --- parity windows -------------------------------------------------------------------------

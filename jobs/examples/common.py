@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
+from matcher.arguments import whole_number
 from matcher.failures import first_line
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -65,7 +66,7 @@ class App:
         parser.add_argument("--output", required=True, metavar="OUT_DIR", help="overwritten")
         parser.add_argument("--variant", choices=self.variants, default=self.variants[0])
         parser.add_argument(
-            "--partitions", type=_positive, default=4, help="parallelism of the candidates"
+            "--partitions", type=whole_number(1), default=4, help="parallelism of the candidates"
         )
         if self.options is not None:
             self.options(parser)
@@ -88,16 +89,6 @@ def by_variant(
         return sequential(events)
 
     return transform
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def read_input(spark: SparkSession, app: App, path: str) -> DataFrame:

@@ -33,7 +33,7 @@ Sinks:
 * ``file`` (default): Spark's file sink, JSON lines, exactly-once through its
   ``OUT/_spark_metadata`` log. Readers take only the files the log lists, in batch order
   (a killed batch can leave orphan part files); a key's rows of a batch sit in one file, in
-  order. ``read_windows`` does that.
+  order. ``read_windows`` does that (``matcher.files.sink_log``).
 * ``db``: ``foreachBatch`` into the table ``sequence_windows(batch_id, ordinal, key, window)``
   (``window`` a JSON array) of the SQLAlchemy URL ``--sink-url`` (created if missing). One
   transaction deletes the batch id's rows and inserts the batch's, ``ordinal`` the record's
@@ -80,11 +80,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
-from urllib.parse import unquote, urlparse
 
 import sqlalchemy as sa
 from pyspark.sql.streaming import StatefulProcessor, StatefulProcessorHandle
 from pyspark.sql.streaming.stateful_processor import TimerValues
+
+from matcher.arguments import whole_number
+from matcher.files.windows_output import read_windows as read_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -284,37 +286,9 @@ def export_windows(url: str, path: Path | str) -> int:
 def read_windows(output: Path | str) -> list[WindowRecord]:
     """A run's records in output order, whichever way it wrote them: Spark's file sink (the
     files its ``_spark_metadata`` log lists, batch by batch), the db sink's export
-    (``windows.jsonl``), or ``driver_state``'s ``batch-NNNNNN.jsonl`` files."""
-    directory = Path(output)
-    if (directory / "_spark_metadata").is_dir():
-        files = sink_log_files(directory / "_spark_metadata")
-    elif (directory / "windows.jsonl").is_file():
-        files = [directory / "windows.jsonl"]
-    else:
-        files = sorted(directory.glob("batch-*.jsonl"))
-    return [WindowRecord.from_json(line) for f in files for line in f.read_text().splitlines()]
-
-
-def sink_log_files(log: Path) -> list[Path]:
-    """The data files a file sink's metadata log lists, in batch order: the latest compacted
-    entry (``N.compact``, every 10 batches) and the batches after it."""
-    entries = {int(p.name.split(".")[0]): p for p in log.iterdir() if _is_log_entry(p.name)}
-    if not entries:
-        return []
-    compacted = [n for n, p in entries.items() if p.name.endswith(".compact")]
-    start = max(compacted, default=0)
-    files = []
-    for batch in range(start, max(entries) + 1):
-        for line in entries[batch].read_text().splitlines()[1:]:  # line 1 is the version
-            entry = json.loads(line)
-            if entry["action"] == "add":
-                files.append(Path(unquote(urlparse(entry["path"]).path)))
-    return files
-
-
-def _is_log_entry(name: str) -> bool:
-    stem, _, suffix = name.partition(".")
-    return stem.isdigit() and suffix in ("", "compact")
+    (``windows.jsonl``), or ``driver_state``'s ``batch-NNNNNN.jsonl`` files, in name order
+    (``matcher.files.windows_output``, what ``parity windows`` reads)."""
+    return [WindowRecord(key, tuple(window)) for key, window in read_records(output)]
 
 
 def driver_state_batches(sink: WindowSink, depth: int) -> Callable[[DataFrame, int], None]:
@@ -367,12 +341,6 @@ class Options:
     state_timeout_s: float
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(text)
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -388,12 +356,12 @@ def parse_options(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--input", required=True, type=Path, help="the input directory")
     parser.add_argument("--output", required=True, type=Path, help="the output directory")
     parser.add_argument("--checkpoint", required=True, type=Path, help="the checkpoint")
-    parser.add_argument("--files-per-batch", type=_positive, default=1, help="default 1")
-    parser.add_argument("--depth", type=_positive, default=1, help="stateful stages")
+    parser.add_argument("--files-per-batch", type=whole_number(1), default=1, help="default 1")
+    parser.add_argument("--depth", type=whole_number(1), default=1, help="stateful stages")
     parser.add_argument("--sink", choices=("file", "db"), help="default file (db for a_l_o_s)")
     parser.add_argument("--sink-url", help="SQLAlchemy URL of the db sink")
     parser.add_argument("--variant", choices=VARIANTS, default="correct")
-    parser.add_argument("--partitions", type=_positive, help="state partitions (first run)")
+    parser.add_argument("--partitions", type=whole_number(1), help="state partitions (first run)")
     parser.add_argument("--state-timeout", type=_seconds, default=STATE_TIMEOUT_S)
     args = parser.parse_args(argv)
     sink = args.sink or ("db" if args.variant == "at_least_once_sink" else "file")
@@ -437,11 +405,11 @@ def start_query(spark: SparkSession, options: Options, sink: WindowSink | None) 
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         options = parse_options(argv)
+        options.output.mkdir(parents=True, exist_ok=True)  # the db sink may live in it
         engine = None if options.sink_url is None else open_table(options.sink_url)
-    except (UsageError, sa.exc.SQLAlchemyError) as exc:
+    except (UsageError, OSError, sa.exc.SQLAlchemyError) as exc:
         print(f"sequence_window: error: {' '.join(str(exc).split())[:300]}", file=sys.stderr)
         return EXIT_ERROR
-    options.output.mkdir(parents=True, exist_ok=True)
     sink: WindowSink | None = None
     if engine is not None:
         buggy = options.variant == "at_least_once_sink"

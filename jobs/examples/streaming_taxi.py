@@ -17,6 +17,13 @@ sit in one partition in the order they were emitted. The matcher reads files in 
 and rows in file order, so each taxi's rows are in order; taxis interleave differently from
 the sequential reference, which the dependence ``key: [taxi_id]`` allows.
 
+A restart resumes from the checkpoint, as a streaming job should: the batches Spark did not
+commit are run again, and a batch's files replace whatever an earlier attempt of the same
+batch left (staged under ``_batch-<batch>``, the old ``part-<batch>-*`` removed, then
+renamed in), so the output is exactly once (``parity recovery`` checks it: see
+``dags/validations/taxi_streaming_recovery.yaml``). Delete the output and the checkpoint
+together to start over.
+
 Exit 0 on success, 2 with one line ``streaming_taxi: error: ...`` on a user error.
 """
 
@@ -61,6 +68,8 @@ def write_batch(output: Path) -> Any:
         staging = output / f"_batch-{batch_id:06d}"
         batch.write.mode("overwrite").parquet(str(staging))
         parts = sorted(p for p in staging.glob("part-*.parquet"))
+        for old in output.glob(f"part-{batch_id:06d}-*.parquet"):  # a replayed batch
+            old.unlink()
         for n, part in enumerate(parts):
             part.rename(output / f"part-{batch_id:06d}-{n:05d}.parquet")
         shutil.rmtree(staging)
@@ -71,7 +80,7 @@ def write_batch(output: Path) -> Any:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="streaming_taxi", description=__doc__.splitlines()[0])
     parser.add_argument("--input", required=True, help="the slice directory (JSON lines)")
-    parser.add_argument("--output", required=True, help="the output directory (overwritten)")
+    parser.add_argument("--output", required=True, help="the output directory")
     parser.add_argument("--checkpoint", required=True, help="the stream's checkpoint directory")
     parser.add_argument("--files-per-batch", type=int, default=1, help="maxFilesPerTrigger")
     parser.add_argument("--partitions", type=int, default=4, help="state store partitions")
@@ -82,9 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.input).is_dir():
         print(f"streaming_taxi: error: {args.input}: no such slice directory", file=sys.stderr)
         return 2
-    for directory in (output, checkpoint):
-        shutil.rmtree(directory, ignore_errors=True)  # a rerun starts from scratch
-    output.mkdir(parents=True)
+    output.mkdir(parents=True, exist_ok=True)  # with the checkpoint: resumed where it stopped
 
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.state import GroupStateTimeout

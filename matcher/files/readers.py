@@ -18,7 +18,10 @@ Formats, chosen by ``format`` or else by each file's extension:
 ``.gz`` after ``.jsonl``, ``.json`` or ``.csv`` is read through gzip. A directory stands for
 its data files in name order (Spark's part numbers), skipping ``_SUCCESS``, ``.crc`` and
 hidden files; a subdirectory other than ``_temporary``-like ones is refused, because a
-partitioned output keeps column values in directory names that rows lack.
+partitioned output keeps column values in directory names that rows lack. A streaming file
+sink's output (with ``_spark_metadata``) stands for the files its log lists, in batch order,
+as Spark reads it (``matcher.files.sink_log``): a batch killed mid-write leaves part files
+that no reader may take.
 
 Column names may not repeat, nor differ only in case (``matcher.columns`` says why): a CSV
 header or a Parquet file's schema that breaks either rule is an error, and so is a JSON
@@ -54,6 +57,7 @@ from matcher.columns import (
 )
 from matcher.errors import InputError
 from matcher.files.arrow_columns import check_arrow_schema
+from matcher.files.sink_log import logged_files
 from matcher.formats import FORMATS, check_format, format_of_name, is_data_file
 
 PARQUET_BATCH_ROWS = 8192
@@ -123,16 +127,8 @@ def data_files(path: str | Path, format: str | None = None) -> list[tuple[Path, 
     check_format(format, str(path))
     root = Path(path)
     if root.is_dir():
-        files = []
-        for child in sorted(root.iterdir(), key=lambda p: p.name):
-            if not is_data_file(child.name):
-                continue
-            if child.is_dir():
-                raise InputError(
-                    f"{child}: a subdirectory in an output (a partitioned output?) "
-                    "is not supported: point at a directory of data files"
-                )
-            files.append(child)
+        logged = logged_files(root)
+        files = _listed_files(root) if logged is None else logged
         found = [(file, format or _format_of(file)) for file in files]
         formats = {"json" if f == "jsonl" else f for _, f in found}  # both are JSON lines
         if len(formats) > 1:
@@ -141,6 +137,21 @@ def data_files(path: str | Path, format: str | None = None) -> list[tuple[Path, 
     if not root.exists():
         raise InputError(f"{path}: no such file or directory")
     return [(root, format or _format_of(root))]
+
+
+def _listed_files(root: Path) -> list[Path]:
+    """A directory's data files in name order; a subdirectory is refused."""
+    files = []
+    for child in sorted(root.iterdir(), key=lambda p: p.name):
+        if not is_data_file(child.name):
+            continue
+        if child.is_dir():
+            raise InputError(
+                f"{child}: a subdirectory in an output (a partitioned output?) "
+                "is not supported: point at a directory of data files"
+            )
+        files.append(child)
+    return files
 
 
 def _format_of(path: Path) -> str:

@@ -1,6 +1,6 @@
 """The committed files of a Spark file-sink output, in batch order.
 
-    committed_files("out/windows/")     # [(Path('out/windows/part-00000-9c...json'), 'json'), ...]
+    logged_files("out/windows/")     # [Path('out/windows/part-00000-9c...json'), ...]
 
 A streaming query that writes files (``writeStream.format("json" | "parquet")``) records
 each batch's files in ``OUTPUT/_spark_metadata/`` (Spark's ``FileStreamSinkLog``), and a
@@ -24,8 +24,9 @@ A path is a ``file:`` URI (percent-encoded), or a plain absolute path; any other
 refused. The log keeps the absolute path the file was written at: an entry outside
 OUTPUT (the output was moved or copied) is looked up by its name in OUTPUT.
 
-Without ``_spark_metadata`` the files are the directory's data files in name order
-(``matcher.files.readers.data_files``). Every problem is a one-line ``InputError``.
+Without ``_spark_metadata`` there is no log (``None``): ``matcher.files.readers.data_files``,
+which every reader of an output goes through, then takes the directory's data files in name
+order. Every problem is a one-line ``InputError``.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from matcher.errors import InputError
-from matcher.files.readers import data_files
-from matcher.formats import FORMATS, format_of_name
 
 METADATA = "_spark_metadata"
 #: the log versions Spark 2.x .. 4.x write
@@ -45,17 +44,14 @@ VERSION = "v1"
 _BATCH = re.compile(r"(0|[1-9][0-9]*)(\.compact)?")
 
 
-def committed_files(path: str | Path) -> list[tuple[Path, str]]:
-    """The output's files with their formats, in the order the query committed them."""
+def logged_files(path: str | Path) -> list[Path] | None:
+    """The files the output's sink log lists, in the order the query committed them;
+    ``None`` when ``path`` is not a directory with a sink log."""
     root = Path(path)
     log = root / METADATA
     if not (root.is_dir() and log.is_dir()):
-        return data_files(path)
-    files = [(file, _format_of(file)) for file in _logged(root, log)]
-    formats = {"json" if f == "jsonl" else f for _, f in files}
-    if len(formats) > 1:
-        raise InputError(f"{path}: mixes formats ({', '.join(sorted(formats))})")
-    return files
+        return None
+    return _logged(root, log)
 
 
 def _logged(root: Path, log: Path) -> list[Path]:
@@ -135,12 +131,3 @@ def _local(uri: str, root: Path, where: str) -> Path:
     if resolved.is_relative_to(base):
         return root / resolved.relative_to(base)
     return root / path.name  # written elsewhere: the output was moved or copied
-
-
-def _format_of(path: Path) -> str:
-    known = format_of_name(path)
-    if known is None:
-        raise InputError(
-            f"{path}: cannot tell the format from the name ({', '.join(FORMATS)} files)"
-        )
-    return known

@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from matcher.errors import InputError
-from matcher.files.readers import read_events
-from matcher.files.sink_log import committed_files
+from matcher.files.readers import data_files, read_events
 from matcher.windows import MISSING
 
 
 def read_windows(path: str | Path) -> Iterator[tuple[Any, Any]]:
     """The ``(key, window)`` of every record of the output at ``path``, in reading order."""
-    for file, file_format in committed_files(path):
+    for file, file_format in data_files(path):
         if file_format == "csv":
             raise InputError(
                 f"{file}: a window is a list, which CSV cannot hold: write JSON lines or Parquet"

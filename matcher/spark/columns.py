@@ -44,22 +44,27 @@ from matcher.columns import (
 )
 from matcher.errors import InputError
 from matcher.files.arrow_columns import check_arrow_schema
-from matcher.formats import FORMATS, format_of_path, spark_format
+from matcher.files.sink_log import logged_files
+from matcher.formats import FORMATS, format_of_path, is_data_file, spark_format
 
 
 def check_column_names(
     spark: SparkSession, path: str | Path | DataFrame, format: str | None
-) -> None:
+) -> StructType | None:
     """Refuse the output at ``path`` (as ``read_stream`` takes it) if its column names
     repeat or differ only in case (``matcher.columns``). A path that Spark cannot read, or
-    a table, is left for ``read_stream`` to report."""
+    a table, is left for ``read_stream`` to report.
+
+    Returns the schema it inferred of JSON lines (``None`` otherwise): with no name twice,
+    it is the schema Spark infers, and reading with it spares a second pass over the
+    data."""
     if isinstance(path, DataFrame):
         check_groups("(a DataFrame)", "schema", struct_groups(path.schema))
-        return
+        return None
     text = str(path)
     kind = _kind(spark, text, format)
     if kind is None:
-        return
+        return None
     files = local_files(text)
     if kind == "parquet" and files is not None:
         for file in files:
@@ -68,7 +73,9 @@ def check_column_names(
         for file in files:
             _check_header(file)
     elif kind in ("json", "parquet"):
-        _check_inferred(spark, text, kind, files)
+        schema = _check_inferred(spark, text, kind, files)
+        return schema if kind == "json" else None
+    return None
 
 
 def struct_groups(schema: StructType, path: str = "") -> Iterator[Group]:
@@ -107,20 +114,23 @@ def _kind(spark: SparkSession, text: str, format: str | None) -> str | None:
 
 
 def local_files(text: str) -> list[Path] | None:
-    """The data files Spark reads at ``text`` when it is a local file or directory (in
-    name order, hidden and ``_``-prefixed names skipped, as Spark does); ``None``
+    """The data files Spark reads at ``text`` when it is a local file or directory: a file
+    sink's logged files (``matcher.files.sink_log``), else every data file below it in name
+    order (``matcher.formats.is_data_file`` at every level, as Spark skips them); ``None``
     otherwise."""
     root = Path(text)
     if not root.exists():
         return None
     if root.is_file():
         return [root]
+    logged = logged_files(root)
+    if logged is not None:
+        return logged
     return sorted(
         (
             p
             for p in root.rglob("*")
-            if p.is_file()
-            and not any(part.startswith((".", "_")) for part in p.relative_to(root).parts)
+            if p.is_file() and all(is_data_file(part) for part in p.relative_to(root).parts)
         ),
         key=str,
     )
@@ -171,19 +181,23 @@ def _located(files: list[Path] | None, kind: str) -> InputError | None:
     return problem.error(where, "object")
 
 
-def _check_inferred(spark: SparkSession, text: str, kind: str, files: list[Path] | None) -> None:
-    """Infer the schema case-sensitively and refuse what it shows."""
+def _check_inferred(
+    spark: SparkSession, text: str, kind: str, files: list[Path] | None
+) -> StructType | None:
+    """Infer the schema case-sensitively and refuse what it shows; the schema (``None``:
+    Spark could not infer one, which ``read_stream`` reports)."""
     place = "JSON objects" if kind == "json" else "Parquet schema"
     try:
         schema = _case_sensitive(spark).read.format(kind).load(text).schema
     except AnalysisException as exc:
         if exc.getCondition() != "COLUMN_ALREADY_EXISTS":
-            return  # read_stream reads it again, and says what is wrong
+            return None  # read_stream reads it again, and says what is wrong
         name = _unquote((exc.getMessageParameters() or {}).get("columnName", "?"))
         raise _located(files, kind) or NameProblem((name,), True).error(text, place) from exc
     problem = name_problem(struct_groups(schema))
     if problem is not None:
         raise _located(files, kind) or problem.error(text, place)
+    return schema
 
 
 def _case_sensitive(spark: SparkSession) -> SparkSession:

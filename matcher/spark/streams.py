@@ -67,8 +67,9 @@ def read_stream(
     ``keep_kinds``: a JSON column that mixes kinds is read as JSON text, so that ``1`` and
     ``"1"`` stay apart (``matcher.spark.kinds``); ``False`` reads it as Spark infers it.
     """
-    check_column_names(spark, path, format)  # names twice, or twice but for their case
-    df, kind = _open(spark, path, format)
+    # names twice, or twice but for their case; the JSON schema it inferred is read with
+    inferred = check_column_names(spark, path, format)
+    df, kind = _open(spark, path, format, inferred)
     if POS in df.columns:
         if order_by is None:
             return df
@@ -102,10 +103,13 @@ def load_output(spark: SparkSession, path: str | Path | DataFrame, format: str |
 
 
 def _open(
-    spark: SparkSession, path: str | Path | DataFrame, format: str | None
+    spark: SparkSession,
+    path: str | Path | DataFrame,
+    format: str | None,
+    inferred: StructType | None = None,
 ) -> tuple[DataFrame, str | None]:
     """The output as a DataFrame, and the file format it was read in (``None``: a table or
-    a DataFrame)."""
+    a DataFrame). ``inferred``: the JSON schema already inferred of it (no second pass)."""
     if isinstance(path, DataFrame):
         return path, None
     text = str(path)
@@ -119,6 +123,8 @@ def _open(
         reader = spark.read
         if kind == "csv":
             reader = reader.option("header", True).option("nullValue", _NO_NULL)
+        if kind == "json" and inferred is not None:
+            reader = reader.schema(inferred)
         return reader.format(kind).load(text), kind
     except AnalysisException as exc:
         raise InputError(f"{text}: {_first_line(exc)}") from exc

@@ -15,6 +15,7 @@ import argparse
 import os
 from typing import Any, TextIO
 
+from matcher.arguments import whole_number
 from matcher.errors import InputError
 from matcher.files.compare import compare_files
 from matcher.spec import Spec, load_spec
@@ -44,7 +45,7 @@ def add_compare_parser(commands: Any) -> None:
     )
     compare.add_argument(
         "--limit",
-        type=_count,
+        type=whole_number(0),
         default=DEFAULT_LIMIT,
         metavar="N",
         help=f"keep witnesses for the first N divergences (default {DEFAULT_LIMIT}); "
@@ -62,19 +63,6 @@ def add_compare_parser(commands: Any) -> None:
 
 
 #: the largest count an argument takes: a store's integers are 64-bit
-MAX_COUNT = 2**63 - 1
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    if value > MAX_COUNT:
-        raise argparse.ArgumentTypeError(f"expected a whole number <= {MAX_COUNT}, got {text!r}")
-    return value
 
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 from typing import Any, TextIO
 
+from matcher.arguments import whole_number
 from parity.views.history import DEFAULT_LIMIT, VERDICTS, history_entry, history_row, render_table
 
 
@@ -34,7 +35,7 @@ def add_history_parser(commands: Any) -> None:
     )
     history.add_argument(
         "--limit",
-        type=_positive,
+        type=whole_number(1),
         default=DEFAULT_LIMIT,
         metavar="N",
         help=f"at most N runs (default {DEFAULT_LIMIT})",
@@ -52,18 +53,6 @@ def _date(text: str) -> dt.datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
     return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    if value > 2**63 - 1:  # the store's integers are 64-bit
-        raise argparse.ArgumentTypeError(f"expected a whole number <= {2**63 - 1}, got {text!r}")
-    return value
 
 
 def run_history(args: argparse.Namespace, out: TextIO) -> int:

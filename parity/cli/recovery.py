@@ -16,16 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from matcher.arguments import whole_number
 from matcher.spec import load_spec
 from matcher.store.config import DEFAULT_HOME, HOME_VARIABLE
 from matcher.store.records import RunRecord
 from parity.recovery.runner import find_spark_submit, plan_recovery, recover, spark_env
 from parity.views.printable import printable
-from parity.views.report import report_document
+from parity.views.report import crash_moment, report_document
 
 EXIT_PASSED, EXIT_FAILED = 0, 1
 SHOWN_WITNESSES = 5
@@ -41,7 +43,9 @@ def add_recovery_parser(commands: Any) -> None:
         "Exit 0 if its output is the one an uncrashed run gives, 1 if not, 2 on error.",
     )
     recovery.add_argument("spec", metavar="SPEC.yaml", help="a spec with a recovery section")
-    recovery.add_argument("--crashes", type=_positive, metavar="N", help="kills (the spec's)")
+    recovery.add_argument(
+        "--crashes", type=whole_number(1, 100), metavar="N", help="kills (the spec's)"
+    )
     recovery.add_argument("--seed", type=int, metavar="S", help="where they land (the spec's)")
     recovery.add_argument(
         "--kill", choices=("driver", "executor"), help="what is killed (the spec's)"
@@ -58,12 +62,6 @@ def add_recovery_parser(commands: Any) -> None:
     recovery.set_defaults(run=run_recovery)
 
 
-def _positive(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) < 1 or int(text) > 100:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 100, got {text!r}")
-    return int(text)
-
-
 def run_recovery(args: argparse.Namespace, out: TextIO) -> int:
     spec = load_spec(args.spec)
     root = Path(args.root or ".").resolve()
@@ -78,13 +76,19 @@ def run_recovery(args: argparse.Namespace, out: TextIO) -> int:
         master=args.master,
     )
     print(f"recovery: {printable(plan.run_id)}: workspace {plan.run_dir}", file=sys.stderr)
-    record = recover(
-        plan,
-        env=spark_env(),
-        spark_submit=find_spark_submit(),
-        db=args.db,
-        progress=lambda text: print(f"recovery: {text}", file=sys.stderr, flush=True),
-    )
+    # SIGTERM (a CI job's timeout, `kill`) as Ctrl-C: the jobs started are killed on the way
+    # out, as their process groups are their own and would otherwise run on.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        record = recover(
+            plan,
+            env=spark_env(),
+            spark_submit=find_spark_submit(),
+            db=args.db,
+            progress=lambda text: print(f"recovery: {text}", file=sys.stderr, flush=True),
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if args.json:
         out.write(json.dumps(report_document(record), allow_nan=False, ensure_ascii=False))
         out.write("\n")
@@ -92,6 +96,10 @@ def run_recovery(args: argparse.Namespace, out: TextIO) -> int:
         out.write("".join(f"{line}\n" for line in summary(record)))
     out.flush()
     return EXIT_PASSED if record.verdict == "equivalent" else EXIT_FAILED
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def summary(record: RunRecord) -> list[str]:
@@ -112,7 +120,7 @@ def summary(record: RunRecord) -> list[str]:
         took = "never recovered" if recovered is None else f"recovered in {recovered:.1f}s"
         lines.append(
             f"  crash {crash['number']}: {crash['target']} killed at {crash['at']:.1f}s, "
-            f"{crash['phase']} batches (batch {crash['batch']}), {took}"
+            f"{crash_moment(crash)} (batch {crash['batch']}), {took}"
         )
     for d in record.divergences[:SHOWN_WITNESSES]:
         lines.append(f"  {d.kind} at key {d.key!r}: {d.explain()}")

@@ -49,7 +49,7 @@ def render_summary(record: RunRecord) -> str:
             took = "never recovered" if back is None else f"recovered in {back:.1f}s"
             lines.append(
                 f"  crash {crash.get('number')}: {crash.get('target')} killed at "
-                f"{crash.get('at', 0):.1f}s, {crash.get('phase')} batches "
+                f"{crash.get('at', 0):.1f}s, {crash.get('where')} "
                 f"(batch {crash.get('batch')}), {took}"
             )
     if empty_outputs(record.stats):

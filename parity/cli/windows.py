@@ -16,6 +16,7 @@ import argparse
 import json
 from typing import Any, TextIO
 
+from matcher.arguments import whole_number
 from matcher.files.windows_output import read_windows
 from matcher.verdict import KINDS
 from matcher.windows import DEFAULT_LIMIT, MISSING, Violation, WindowsReport, check_windows
@@ -41,7 +42,7 @@ def add_windows_parser(commands: Any) -> None:
     )
     windows.add_argument(
         "--expected",
-        type=_whole(1),
+        type=whole_number(1),
         metavar="N",
         help="every key reads 1..N: a key that stops short is a loss, a value above N a corruption",
     )
@@ -54,25 +55,12 @@ def add_windows_parser(commands: Any) -> None:
     windows.add_argument("--json", action="store_true", help="print one JSON object")
     windows.add_argument(
         "--limit",
-        type=_whole(0),
+        type=whole_number(0),
         default=DEFAULT_LIMIT,
         metavar="N",
         help=f"show the first N violations (default {DEFAULT_LIMIT}); all are counted",
     )
     windows.set_defaults(run=run_windows)
-
-
-def _whole(least: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
-        return value
-
-    return parse
 
 
 def run_windows(args: argparse.Namespace, out: TextIO) -> int:

@@ -11,11 +11,20 @@ that a restart processes what is left and exits 0.
 
 **Where the kills land.** Spark writes ``offsets/N`` in the checkpoint when micro-batch ``N``
 starts and ``commits/N`` when it has been written to the sink. A kill is planned, from the
-seed alone, as "after ``k`` more batches commit": *between* batches (as soon as ``commits/N``
-appears, before the next batch starts) or *inside* one (once ``offsets/N`` of the next batch
-exists, a seeded fraction of the last batch's duration later). The checkpoint is polled every
-``POLL`` seconds, so where a kill really landed is recorded from what the checkpoint said at
-that instant, not from the plan.
+seed alone, as "after ``k`` more batches commit", at one of three moments:
+
+* ``between`` batches: as soon as ``commits/N`` appears, before the next batch starts;
+* ``inside`` one: once ``offsets/N`` of the next batch exists, a seeded fraction of the last
+  batch's duration later;
+* ``written``: once the sink has written the batch in flight (``parity.recovery.sink``: a
+  file under the sink's folders changed, no write still open) and before ``commits/N``: the
+  moment an at-least-once sink duplicates a batch on restart. The sink is watched every
+  ``WRITE_POLL`` seconds while such a kill waits; when the batch commits before a write was
+  seen, the kill waits for the next batch (``Crash.missed`` counts those).
+
+A run of at least three kills has each moment at least once. The checkpoint is polled every
+``POLL`` seconds, so where a kill really landed is recorded from what the checkpoint (and the
+sink) said at that instant, not from the plan.
 
 **What is killed.** ``driver``: the whole process tree of the ``spark-submit`` — its process
 group (the launcher script, the driver JVM, the Python driver) and every descendant's group
@@ -32,10 +41,8 @@ non-zero without being killed (with the last line of its log), a stall, the time
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
-import signal
 import statistics
 import subprocess
 import time
@@ -45,15 +52,19 @@ from pathlib import Path
 from typing import Any
 
 from matcher.errors import ParityError
+from parity.recovery.processes import kill_tree
+from parity.recovery.sink import SinkWatch, Snapshot
 
 #: seconds between two looks at the checkpoint and the process
 POLL = 0.05
+#: seconds between two looks at the sink while a ``written`` kill waits for its write
+WRITE_POLL = 0.002
 #: seconds a job may go without committing a batch (or exiting) before it is called stalled
 STALL = 300.0
 #: seconds to wait for a killed process tree to be gone
 REAP = 30.0
 TARGETS = ("driver", "executor")
-PHASES = ("between", "inside")
+PHASES = ("between", "inside", "written")
 
 
 class RecoveryError(ParityError):
@@ -63,8 +74,9 @@ class RecoveryError(ParityError):
 
 @dataclass(frozen=True, slots=True)
 class Kill:
-    """One planned kill: after ``after`` more batches commit, ``phase`` ``between`` (at once)
-    or ``inside`` (``fraction`` of a batch's duration into the next batch)."""
+    """One planned kill: after ``after`` more batches commit, ``phase`` ``between`` (at once),
+    ``inside`` (``fraction`` of a batch's duration into the next batch) or ``written`` (once
+    the sink wrote the next batch, before it commits)."""
 
     number: int
     phase: str
@@ -74,16 +86,19 @@ class Kill:
 
 def plan_kills(crashes: int, seed: int, *, most_batches_apart: int = 3) -> list[Kill]:
     """``crashes`` kills chosen by ``seed`` alone: each lands after 1 to ``most_batches_apart``
-    more committed batches, between two batches or inside one, alternating at random."""
+    more committed batches, at one of the ``PHASES``: the phases in turn, shuffled by the
+    seed, so that three kills or more try every moment."""
     rng = random.Random(seed)
+    phases = [PHASES[i % len(PHASES)] for i in range(crashes)]
+    rng.shuffle(phases)
     return [
         Kill(
             number=i + 1,
-            phase=rng.choice(PHASES),
+            phase=phase,
             after=rng.randint(1, most_batches_apart),
             fraction=round(rng.uniform(0.1, 0.9), 3),
         )
-        for i in range(crashes)
+        for i, phase in enumerate(phases)
     ]
 
 
@@ -91,10 +106,13 @@ def plan_kills(crashes: int, seed: int, *, most_batches_apart: int = 3) -> list[
 class Crash:
     """A kill as it happened.
 
-    ``at``: seconds since the run started; ``batch``: the batch in flight (``inside``) or the
-    last one committed (``between``); ``committed``: batches committed before the kill;
-    ``killed``: processes signalled; ``recovered_in``: seconds from the kill until the job
-    committed its next batch or finished (``None``: it never did)."""
+    ``phase``: where it landed (``between``, ``inside``, or ``written``: the sink had written
+    the batch in flight); ``at``: seconds since the run started; ``batch``: the batch in
+    flight (``inside``, ``written``) or the last one committed (``between``); ``committed``:
+    batches committed before the kill; ``killed``: processes signalled; ``missed``: batches
+    a ``written`` kill let commit because it saw no write first; ``recovered_in``: seconds
+    from the kill until the job committed its next batch or finished (``None``: it never
+    did)."""
 
     number: int
     target: str
@@ -105,6 +123,7 @@ class Crash:
     committed: int
     killed: int
     attempt: int
+    missed: int = 0
     recovered_in: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,13 +215,15 @@ def run_with_crashes(
     target: str = "driver",
     stall: float = STALL,
     executors: Callable[[float], list[int]] | None = None,
+    sink: SinkWatch | None = None,
     cwd: Path | None = None,
 ) -> CrashedRun:
     """Run ``command`` (a ``spark-submit`` line) to completion, killing it as ``kills`` say
     and restarting it from ``checkpoint`` after each driver kill; its output goes to ``log``.
 
     ``executors(since)``: the pids of the application's executor processes started after
-    ``since`` (``time.time()``), for ``target="executor"``."""
+    ``since`` (``time.time()``), for ``target="executor"``. ``sink``: what the job's sink
+    writes, for ``written`` kills (without it they land ``inside``)."""
     if target not in TARGETS:
         raise RecoveryError(f"unknown kill target {target!r} (known: {', '.join(TARGETS)})")
     if target == "executor" and executors is None:
@@ -216,19 +237,19 @@ def run_with_crashes(
     durations: list[float] = []
     waiting: list[tuple[int, float, int]] = []  # (index in crashes, kill time, committed then)
     attempt_number = 0
-    with log.open("ab") as sink:
+    with log.open("ab") as output:
 
         def launch() -> _Attempt:
             nonlocal attempt_number
             attempt_number += 1
-            sink.write(f"\n=== parity: attempt {attempt_number}\n".encode())
-            sink.flush()
+            output.write(f"\n=== parity: attempt {attempt_number}\n".encode())
+            output.flush()
             process = subprocess.Popen(
                 list(command),
                 env=dict(env),
                 cwd=cwd,
                 stdin=subprocess.DEVNULL,
-                stdout=sink,
+                stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: the kill takes it whole
             )
@@ -237,19 +258,23 @@ def run_with_crashes(
 
         attempt = launch()
         wall_started = time.time()
-        armed_at = progress.committed()
-        last_seen = armed_at
+        armed = _Armed(progress.committed())
+        last_seen = armed.at
         batch_started: dict[int, float] = {}
+        sink_before: dict[int, Snapshot] = {}
         try:
             while True:
                 now = time.monotonic()
                 committed, begun = progress.committed(), progress.started()
                 if begun > committed and committed not in batch_started:
                     batch_started[committed] = now
+                    if sink is not None:
+                        sink_before[committed] = sink.snapshot()
                 if committed > last_seen:
                     for batch in range(last_seen, committed):
                         if batch in batch_started:
                             durations.append(now - batch_started.pop(batch))
+                        sink_before.pop(batch, None)
                     last_seen = committed
                     attempt.last_commit = now
                     _settle(crashes, waiting, now, committed)
@@ -273,38 +298,49 @@ def run_with_crashes(
                         f"(attempt {attempt.number}, {committed} batches committed)"
                     )
                 kill = pending[0] if pending else None
-                if kill is not None and _due(
-                    kill, armed_at, committed, begun, batch_started, durations, now
-                ):
-                    inside = begun > committed
-                    if target == "driver":
-                        killed = kill_tree(attempt.process.pid)
-                        _reap(attempt.process)
-                    else:
-                        assert executors is not None
-                        pids = executors(wall_started)
-                        killed = sum(kill_tree(pid, groups=False) for pid in pids)
-                    crash = Crash(
+                if kill is not None and kill.phase == "written" and sink is not None:
+                    armed.catch_up(kill, committed)
+                    moment = _written_due(kill, armed.at, committed, begun, sink, sink_before)
+                elif kill is not None:
+                    moment = _due(kill, armed.at, committed, begun, batch_started, durations, now)
+                else:
+                    moment = None
+                if kill is None or moment is None:
+                    waits_for_write = (
+                        kill is not None and kill.phase == "written" and sink is not None
+                    )
+                    time.sleep(WRITE_POLL if waits_for_write and begun > committed else POLL)
+                    continue
+                if target == "driver":
+                    killed = kill_tree(attempt.process.pid)
+                    _reap(attempt.process)
+                else:
+                    assert executors is not None
+                    pids = executors(wall_started)
+                    killed = sum(kill_tree(pid, groups=False) for pid in pids)
+                inside = begun > committed
+                crashes.append(
+                    Crash(
                         number=kill.number,
                         target=target,
                         planned=kill.phase,
-                        phase="inside" if inside else "between",
+                        phase="written" if moment == "written" else _where(inside),
                         at=round(time.monotonic() - started, 3),
                         batch=committed if inside else (committed - 1 if committed else None),
                         committed=committed,
                         killed=killed,
                         attempt=attempt.number,
+                        missed=armed.missed,
                     )
-                    waiting.append((len(crashes), time.monotonic(), committed))
-                    crashes.append(crash)
-                    pending.pop(0)
-                    batch_started.clear()
-                    if target == "driver":
-                        attempt = launch()
-                    armed_at = progress.committed()
-                    attempt.last_commit = time.monotonic()
-                    continue
-                time.sleep(POLL)
+                )
+                waiting.append((len(crashes) - 1, time.monotonic(), committed))
+                pending.pop(0)
+                batch_started.clear()
+                sink_before.clear()
+                if target == "driver":
+                    attempt = launch()
+                armed = _Armed(progress.committed())
+                attempt.last_commit = time.monotonic()
         finally:
             if attempt.process.poll() is None:
                 kill_tree(attempt.process.pid)
@@ -318,6 +354,25 @@ def run_with_crashes(
     )
 
 
+def _where(inside: bool) -> str:
+    return "inside" if inside else "between"
+
+
+@dataclass
+class _Armed:
+    """Where the next kill counts its batches from, and how many batches a ``written`` kill
+    has let commit without seeing their write."""
+
+    at: int
+    missed: int = 0
+
+    def catch_up(self, kill: Kill, committed: int) -> None:
+        """A ``written`` kill whose batch committed unseen aims at the next one."""
+        if committed > self.at + kill.after:
+            self.missed += committed - (self.at + kill.after)
+            self.at = committed - kill.after
+
+
 def _due(
     kill: Kill,
     armed_at: int,
@@ -326,17 +381,35 @@ def _due(
     batch_started: Mapping[int, float],
     durations: Sequence[float],
     now: float,
-) -> bool:
-    """Whether the planned kill's moment has come: ``after`` batches committed since it was
-    armed (``between``), or the next batch ``fraction`` of a batch's duration in flight
-    (``inside``; at once when that batch committed before it was seen)."""
+) -> str | None:
+    """Whether the planned kill's moment has come, and which (``between`` or ``inside``):
+    ``after`` batches committed since it was armed (``between``), or the next batch
+    ``fraction`` of a batch's duration in flight (``inside``, and ``written`` without a sink
+    to watch; at once when that batch committed before it was seen)."""
     target = armed_at + kill.after
     if kill.phase == "between" or committed > target:
-        return committed >= target
+        return "between" if committed >= target else None
     if committed < target or begun <= target:
-        return False
+        return None
     batch = statistics.median(durations) if durations else 1.0
-    return now - batch_started.get(target, now) >= kill.fraction * batch
+    in_flight = now - batch_started.get(target, now)
+    return "inside" if in_flight >= kill.fraction * batch else None
+
+
+def _written_due(
+    kill: Kill,
+    armed_at: int,
+    committed: int,
+    begun: int,
+    sink: SinkWatch,
+    before: Mapping[int, Snapshot],
+) -> str | None:
+    """``written`` once the batch the kill aims at is in flight and the sink wrote since it
+    began."""
+    target = armed_at + kill.after
+    if committed != target or begun <= target or target not in before:
+        return None
+    return "written" if sink.wrote_since(before[target]) else None
 
 
 def _settle(
@@ -369,92 +442,3 @@ def _reap(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=REAP)
     except subprocess.TimeoutExpired as exc:
         raise RecoveryError(f"process {process.pid} survived SIGKILL for {REAP:g}s") from exc
-
-
-# -- process trees -----------------------------------------------------------------------------
-
-
-def children_of() -> dict[int, list[int]]:
-    """Every process's children, from ``/proc`` (Linux)."""
-    tree: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as file:
-                stat = file.read().decode(errors="replace")
-        except OSError:
-            continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        tree.setdefault(parent, []).append(int(entry))
-    return tree
-
-
-def descendants(pid: int) -> list[int]:
-    """``pid`` and every process below it."""
-    tree = children_of()
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(tree.get(current, ()))
-    return found
-
-
-def kill_tree(pid: int, *, groups: bool = True) -> int:
-    """SIGKILL ``pid`` and its descendants (and, ``groups``, every process group among them
-    but ours); how many processes were signalled."""
-    pids = descendants(pid)
-    own = os.getpgrp()
-    if groups:
-        for group in {_group(p) for p in pids} - {None, own}:
-            assert group is not None
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, signal.SIGKILL)
-    killed = 0
-    for p in pids:
-        try:
-            os.kill(p, signal.SIGKILL)
-            killed += 1
-        except ProcessLookupError:
-            pass
-    return killed
-
-
-def _group(pid: int) -> int | None:
-    try:
-        return os.getpgid(pid)
-    except ProcessLookupError:
-        return None
-
-
-def executor_pids(since: float) -> list[int]:
-    """The standalone executor JVMs (``CoarseGrainedExecutorBackend``) started after
-    ``since`` (``time.time()``) on this machine."""
-    boot = _boot_time()
-    ticks = os.sysconf("SC_CLK_TCK")
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as file:
-                cmdline = file.read()
-            with open(f"/proc/{entry}/stat", "rb") as file:
-                stat = file.read().decode(errors="replace")
-        except OSError:
-            continue
-        if b"CoarseGrainedExecutorBackend" not in cmdline:
-            continue
-        start = boot + int(stat.rsplit(")", 1)[1].split()[19]) / ticks
-        if start >= since - 1.0:
-            found.append(int(entry))
-    return found
-
-
-def _boot_time() -> float:
-    with open("/proc/stat", encoding="ascii") as file:
-        for line in file:
-            if line.startswith("btime "):
-                return float(line.split()[1])
-    raise RecoveryError("cannot read the boot time from /proc/stat")

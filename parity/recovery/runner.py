@@ -5,10 +5,14 @@ check only), then under seeded crashes, then the check, stored as a run of kind
     plan = plan_recovery(spec, root=REPO, home=Path("~/.parity").expanduser())
     record = recover(plan, env=spark_env())          # the stored RunRecord
 
-The workspace is ``HOME/recovery/<validation>/<run>/``: ``input`` is the spec's input as it
-is (the application reads it whole, as a stream of files), ``uninterrupted/`` and
-``crashed/`` the two outputs with their own ``checkpoint-*`` folders, ``crashes.json`` the
-crash log and ``logs/`` every ``spark-submit``'s output.
+The workspace is ``HOME/recovery/<validation>/<run>/``: ``uninterrupted/`` and ``crashed/``
+the two outputs with their own ``checkpoint-*`` folders, ``crashes.json`` the crash log and
+``logs/`` every ``spark-submit``'s output. The application reads the spec's input as it is,
+as a stream of files, or, when the spec gives ``input.slice``, the slice the slice job
+writes to ``slice/`` first (``make_input``): its ``files`` are the stream's files, so they
+set how many micro-batches the crashes can fall between. A slice window comes from the
+spec's ``start``/``end``; without them the whole capture is replayed (a recovery run has
+no data interval).
 
 The check:
 
@@ -51,13 +55,13 @@ from parity.recovery.crashes import (
     REAP,
     CrashedRun,
     RecoveryError,
-    executor_pids,
-    kill_tree,
     last_line,
     plan_kills,
     run_with_crashes,
 )
-from parity.runs.submits import build_app_job, resolve_path, spark_submit_argv
+from parity.recovery.processes import executor_pids, kill_tree
+from parity.recovery.sink import SinkWatch
+from parity.runs.submits import build_app_job, build_slice_job, resolve_path, spark_submit_argv
 
 #: witnesses kept per run
 LIMIT = 100
@@ -73,6 +77,8 @@ class RecoveryPlan:
     run_dir: Path
     root: Path
     input: str
+    #: the slice the slice job makes the input from (``None``: the spec's input as it is)
+    slice: Mapping[str, Any] | None
     master: str
     crashes: int
     seed: int
@@ -123,18 +129,63 @@ def plan_recovery(
         )
     run_id = run_id or adhoc_run_id("recovery")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id).strip("._") or "run"
+    run_dir = home / "recovery" / spec.name / safe
+    chosen = recovery_slice(spec, root)
     return RecoveryPlan(
         spec=spec,
         run_id=run_id,
-        run_dir=home / "recovery" / spec.name / safe,
+        run_dir=run_dir,
         root=root,
-        input=resolve_path(spec.input.path, root),
+        input=resolve_path(spec.input.path, root) if chosen is None else str(run_dir / "slice"),
+        slice=chosen,
         master=chosen_master,
         crashes=recovery.crashes if crashes is None else crashes,
         seed=recovery.seed if seed is None else seed,
         kill=chosen_kill,
         trigger=trigger,
     )
+
+
+def recovery_slice(spec: Spec, root: Path) -> dict[str, Any] | None:
+    """The slice of the spec's ``input.slice`` as the slice job takes it: its fixed window
+    (else the whole capture), its sample, its number of files."""
+    assert spec.input is not None
+    chosen = spec.input.slice
+    if chosen is None:
+        return None
+    window = chosen.fixed_window()
+    key = chosen.key if chosen.key is not None else spec.dependence.key
+    if chosen.sample is not None and key is None:
+        raise SpecError(
+            f"{spec.source}: input.slice.sample: a sample hashes key columns, and the spec "
+            "names none (input.slice.key or a dependence key)"
+        )
+    return {
+        "capture": resolve_path(spec.input.path, root),
+        "format": spec.input.format,
+        "column": chosen.column,
+        "start": None if window is None else window[0].isoformat(),
+        "end": None if window is None else window[1].isoformat(),
+        "window_source": "whole capture" if window is None else "spec",
+        "sample": chosen.sample,
+        "key": None if chosen.sample is None else list(key or ()),
+        "files": chosen.files,
+    }
+
+
+def slice_command(plan: RecoveryPlan, *, spark_submit: str) -> list[str] | None:
+    """The slice job's ``spark-submit`` line, or ``None`` when the input is used as it is."""
+    if plan.slice is None:
+        return None
+    job = build_slice_job(plan.spec.name, plan.slice, plan.input, str(plan.run_dir), plan.root)
+    return spark_submit_argv(job, spark_submit=spark_submit, master=plan.master)
+
+
+def make_input(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str) -> None:
+    """Write the slice the application reads (nothing to do without ``input.slice``)."""
+    command = slice_command(plan, spark_submit=spark_submit)
+    if command is not None:
+        run_to_end(command, env, plan.path("logs") / "slice.log", plan.timeout, "the slice job")
 
 
 def prepare_workspace(plan: RecoveryPlan) -> None:
@@ -180,7 +231,7 @@ def recovery_start(plan: RecoveryPlan) -> RunStart:
         kind=RECOVERY,
         started_at=_started_at(plan),
         candidate_version=plan.spec.application.version,
-        slice={"input": plan.input},
+        slice={"input": plan.input, **(plan.slice or {})},
         spec={
             "file": plan.spec.source,
             "dependence": plan.spec.build_dependence().describe(),
@@ -227,6 +278,7 @@ def run_crashed(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str
             timeout=plan.timeout,
             target=plan.kill,
             executors=executor_pids if plan.kill == "executor" else None,
+            sink=SinkWatch((plan.path("crashed"),)),
         )
     except RecoveryError as exc:
         _write_json(plan.path("crashes.json"), {"error": str(exc), "seed": plan.seed})
@@ -303,7 +355,7 @@ def match_command(plan: RecoveryPlan, *, spark_submit: str, db: str | None) -> l
         *("--reference", str(plan.path("uninterrupted")), "--candidate", str(plan.path("crashed"))),
         *("--kind", RECOVERY, "--stats-json", str(plan.path("stats.json"))),
         *("--trigger", plan.trigger, "--record-only", "--limit", str(LIMIT)),
-        *("--slice-json", json.dumps({"input": plan.input})),
+        *("--slice-json", json.dumps({"input": plan.input, **(plan.slice or {})})),
         *("--report-dir", str(plan.path("report"))),
     ]
     if plan.dag_id is not None and plan.dag_run_id is not None:
@@ -350,6 +402,10 @@ def run_to_end(
             kill_tree(process.pid)
             process.wait(timeout=REAP)
             raise RecoveryError(f"{what} did not finish within {timeout:g}s (log: {log})") from None
+        except BaseException:  # interrupted (Ctrl-C, SIGTERM, Airflow's timeout): no orphan
+            kill_tree(process.pid)
+            process.wait(timeout=REAP)
+            raise
     if code != 0:
         raise RecoveryError(f"{what} failed (exit {code}): {last_line(log)}")
 
@@ -367,6 +423,9 @@ def recover(
     say = progress or (lambda text: None)
     prepare_workspace(plan)
     with failures_stored(plan, db):
+        if plan.slice is not None:
+            say("writing the input slice")
+            make_input(plan, env, spark_submit=spark_submit)
         if plan.check == "differential":
             say("running the application without crashes")
             run_uninterrupted(plan, env, spark_submit=spark_submit)

@@ -105,6 +105,26 @@ def report_document(record: RunRecord) -> dict[str, Any]:
     }
 
 
+#: where a kill landed (``parity.recovery.crashes``), in words
+MOMENTS = {
+    "between": "between batches",
+    "inside": "inside a batch",
+    "written": "after the sink wrote, before the commit",
+}
+
+
+def crash_moment(crash: Mapping[str, Any]) -> str:
+    """Where a kill of the crash log landed, in words (and what was planned, if other)."""
+    phase, planned = crash.get("phase"), crash.get("planned")
+    where = MOMENTS.get(str(phase), str(phase))
+    if planned is not None and planned != phase:
+        where += f" (planned {MOMENTS.get(str(planned), str(planned))})"
+    missed = crash.get("missed") or 0
+    if missed:
+        where += f", {missed} batch{'es' if missed != 1 else ''} committed unseen first"
+    return where
+
+
 def recovery_view(record: RunRecord) -> dict[str, Any] | None:
     """A recovery run's check and crash log (``None`` for other kinds): every kill, when it
     happened, which batch was in flight, how long the job took to come back."""
@@ -125,7 +145,7 @@ def recovery_view(record: RunRecord) -> dict[str, Any] | None:
         "batches": log.get("batches"),
         "seconds": log.get("seconds"),
         "uninterrupted_seconds": log.get("uninterrupted_seconds"),
-        "crashes": json_safe(crashes),
+        "crashes": json_safe([{**c, "where": crash_moment(c)} for c in crashes]),
         "error": log.get("error"),
     }
 
