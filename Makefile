@@ -1,10 +1,11 @@
 # Parity — developer and CI entry points (GNU make).
 #
-#   make test    install from uv.lock into .venv, then run the test suite
+#   make test    install from uv.lock into .venv and Chromium if missing (apt-get), then run the tests
 #   make demo    install, then run every bundled validation through Airflow; print the verdicts
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (hours)
+#   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
 #   make fmt     format and auto-fix
 #   make lock    re-resolve uv.lock after editing dependencies in pyproject.toml
 #   make clean   remove the venv and every cache
@@ -27,7 +28,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install test scale recovery-figures lint check demo fmt lock clean
+.PHONY: help install test scale recovery-figures properties-figures lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -43,7 +44,10 @@ $(STAMP): pyproject.toml uv.lock
 	$(UV) sync --frozen --python $(PYTHON)
 	@touch $@
 
+# The browser tests drive Debian's Chromium (/usr/bin/chromium): installed with apt-get as
+# root or with passwordless sudo, else one line saying what to run (tools/ensure_chromium.sh).
 test: install
+	bash tools/ensure_chromium.sh
 	$(BIN)/pytest
 
 # Differential tests of the Spark engine at PARITY_SCALE_ROWS rows per output (default
@@ -85,3 +89,8 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
 	  .hypothesis .import_linter_cache spark-warehouse metastore_db derby.log
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# The paper's experiment (Xu & Hirzel, Tables II/III): every property-testing technique 10
+# times on each bundled operator (jobs/examples/operators), recall and time to evidence.
+properties-figures: install
+	$(BIN)/python bench/properties.py --runs 10

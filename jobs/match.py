@@ -51,7 +51,7 @@ from matcher.spark.failures import known_failure
 from matcher.spark.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 from matcher.spec import ApplicationSpec, Spec, load_spec
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
-from matcher.store.records import COMPARISON, RUN_KINDS
+from matcher.store.records import COMPARISON, MATCHED_KINDS
 from matcher.store.run_ids import adhoc_run_id, pipeline_run_id
 
 EXIT_EQUIVALENT, EXIT_DIVERGENT, EXIT_ERROR = 0, 1, 2
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--slice-json", metavar="JSON", help="the input slice, a JSON object")
     parser.add_argument(
         "--kind",
-        choices=RUN_KINDS,
+        choices=MATCHED_KINDS,
         default=COMPARISON,
         help="the kind of run stored (recovery: a crashed run against an uninterrupted one)",
     )

@@ -35,6 +35,7 @@ from matcher.spec_schema import (
     PLACEHOLDERS,
     RERUN_CONF,
     SCHEDULE_PRESETS,
+    AirflowSpec,
     ApplicationSpec,
     BarrierSpec,
     ClassifySpec,
@@ -46,6 +47,7 @@ from matcher.spec_schema import (
     InputSpec,
     NoiseSpec,
     OutputSpec,
+    PropertyTestSpec,
     PunctuationSpec,
     RecoverySpec,
     SchemaSpec,
@@ -64,6 +66,7 @@ __all__ = [
     "PLACEHOLDERS",
     "RERUN_CONF",
     "SCHEDULE_PRESETS",
+    "AirflowSpec",
     "ApplicationSpec",
     "BarrierSpec",
     "ClassifySpec",
@@ -74,6 +77,7 @@ __all__ = [
     "InputSpec",
     "NoiseSpec",
     "OutputSpec",
+    "PropertyTestSpec",
     "PunctuationSpec",
     "RecoverySpec",
     "SchemaSpec",
@@ -110,8 +114,12 @@ class Spec:
     noise: NoiseSpec
     schedule: str | None
     gate: GateSpec
+    #: how its DAG runs on Airflow: concurrency, pool, task timeouts
+    airflow: AirflowSpec = field(default_factory=AirflowSpec)
     #: how schema differences weigh in the verdict (``matcher.schema``)
     schema: SchemaSpec = field(default_factory=SchemaSpec)
+    #: operators to re-test for their properties on each scheduled run (``parity properties``)
+    properties: tuple[PropertyTestSpec, ...] = ()
     functions: Mapping[str, Callable[..., Any]] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
@@ -258,7 +266,7 @@ def parse_spec(data: Any, source: str = "<spec>", base_dir: str | Path | None = 
 
 _SECTIONS = (
     "dependence", "equality", "output", "reference", "candidate", "application", "recovery",
-    "input", "expectations", "noise", "schedule", "gate",
+    "input", "expectations", "noise", "schedule", "gate", "airflow", "properties",
 )  # fmt: skip
 
 

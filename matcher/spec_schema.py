@@ -276,6 +276,65 @@ class RecoverySpec(_Section):
         return self
 
 
+#: what ``parity properties --technique`` takes (``parity.properties.generation``)
+_TECHNIQUE = re.compile(r"^(hybrid|mutation|reuse|(random|pool|pairwise)(\+mutation)?(\+reuse)?)$")
+
+
+class PropertyTestSpec(_Section):
+    """An operator to re-test on each scheduled run (``parity properties``): its
+    ``module:function``, a sample of its input (relative to the repository root), the key it
+    may be partition-isolated by, and the test budget. The default technique is ``reuse``:
+    the evidence inputs kept by earlier runs are replayed first (the paper's reuse)."""
+
+    operator: Ref
+    sample: Name
+    sample_right: Name | None = None
+    key: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
+    shape: Literal["dataframe", "stream", "pair"] | None = None
+    technique: str = "reuse"
+    budget: Annotated[int, Field(ge=1, le=1000)] = 10
+    seed: int = 0
+
+    @field_validator("technique")
+    @classmethod
+    def _technique(cls, value: str) -> str:
+        if not _TECHNIQUE.match(value):
+            raise ValueError(
+                "expected random, pool, pairwise, mutation, reuse, hybrid or "
+                f"BASE[+mutation][+reuse], got {value!r}"
+            )
+        return value
+
+
+def _distinct_operators(value: tuple[PropertyTestSpec, ...]) -> tuple[PropertyTestSpec, ...]:
+    seen: set[str] = set()
+    for entry in value:
+        if entry.operator in seen:
+            raise ValueError(f"{entry.operator} is listed twice (one entry per operator)")
+        seen.add(entry.operator)
+    return value
+
+
+class AirflowSpec(_Section):
+    """How the validation's DAG runs on Airflow: how many of its runs at once, the pool its
+    Spark tasks take a slot of, and how long each Spark task may run (``execution_timeout``;
+    a recovery DAG's crashed run gets at least its ``recovery.timeout`` and five minutes)."""
+
+    max_active_runs: Annotated[int, Field(ge=1, le=64)] = 1
+    pool: Name = "parity_spark"
+    task_timeout: str = "2h"
+
+    @field_validator("task_timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        if not _WINDOW.match(value):
+            raise ValueError(f"expected a duration such as 30m, 6h or 1d, got {value!r}")
+        return value
+
+    def execution_timeout(self) -> dt.timedelta:
+        return parse_duration(self.task_timeout)
+
+
 class GateSpec(_Section):
     """What opens the deploy gate (used by the Airflow pipeline and ``parity gate``)."""
 
@@ -284,6 +343,10 @@ class GateSpec(_Section):
     expectations: bool = True
     #: two empty outputs are equivalent but prove nothing: by default they close the gate
     empty: Literal["pass", "fail"] = "fail"
+    #: what a closed gate does to the Airflow DAG run: ``fail`` it (a deploy pipeline gating
+    #: on the DAG run stops), or ``warn``: the ``gate`` task is skipped, the DAG run succeeds,
+    #: and the verdict is on its note and the Parity page (a job's failure still fails it)
+    on_closed: Literal["fail", "warn"] = "fail"
 
 
 class EventTestSpec(_Section):
@@ -475,6 +538,9 @@ class SpecDocument(_Section):
     noise: NoiseSpec = NoiseSpec()
     schedule: Name | None = None
     gate: GateSpec = GateSpec()
+    airflow: AirflowSpec = AirflowSpec()
+    #: operators to re-test for their properties on each scheduled run
+    properties: Annotated[tuple[PropertyTestSpec, ...], AfterValidator(_distinct_operators)] = ()
     # "schema" would shadow pydantic's BaseModel.schema(): the YAML key is the alias.
     schema_: SchemaSpec = Field(default=SchemaSpec(), alias="schema")
 

@@ -11,7 +11,10 @@ It adds:
 * a FastAPI app at ``/parity`` (``parity_ui.app``): run history, trends, run reports and a
   JSON API, every route behind Airflow's authentication;
 * "Parity" in the Airflow UI's navigation, showing ``/parity/`` inside the UI;
-* a "Parity run" extra link on every ``match`` task instance, to that DAG run's run page.
+* a "Parity run" extra link on the ``match``, ``record``, ``check`` and ``gate`` task
+  instances of Parity's DAGs, to that DAG run's run page;
+* a listener (``parity_ui.notes``) that writes each finished Parity DAG run's note: the
+  verdict, the counts, the gate and the link (the scheduler loads it with the plugin).
 
 The results store is the one ``matcher.store.Store.open()`` finds: ``PARITY_DB_URL``, else
 ``parity.toml``'s ``[store] url``, else ``$PARITY_HOME/parity.db``.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from airflow.plugins_manager import AirflowPlugin
 
+from parity_ui import notes
 from parity_ui.app import create_app
 from parity_ui.links import MOUNT, URL_ROUTE, ParityRunLink
 
@@ -39,3 +43,4 @@ class ParityPlugin(AirflowPlugin):
         }
     ]
     global_operator_extra_links = [ParityRunLink()]  # noqa: RUF012
+    listeners = [notes]  # noqa: RUF012

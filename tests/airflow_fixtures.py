@@ -22,6 +22,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,3 +114,38 @@ def dag_bag(folder: Path = DAGS) -> Any:
     from airflow.dag_processing.dagbag import DagBag
 
     return DagBag(dag_folder=str(folder))
+
+
+@contextmanager
+def scheduled_runs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``dag.test()`` runs, within the block, in a DAG run made the way the scheduler makes
+    one for a due schedule: run type ``scheduled``, triggered by the timetable, the run id
+    ``scheduled__<logical date>``, the data interval the DAG's timetable gives. ``dag.test()``
+    alone makes only manual runs, and what depends on the run type needs the scheduler's
+    (``DagRunType`` reaches tasks as the task SDK's enum). The tasks then run as
+    ``dag.test()`` runs them, for real."""
+    import airflow.models.dagrun as dagrun
+    from airflow.utils.state import DagRunState
+    from airflow.utils.types import DagRunTriggeredByType, DagRunType
+
+    def create(*, dag: Any, logical_date: Any, session: Any, **_: Any) -> Any:
+        interval = dag.timetable.infer_manual_data_interval(run_after=logical_date)
+        run_after = interval.end  # the scheduler creates a run once its interval is over
+        run = dag.create_dagrun(
+            run_id=dagrun.DagRun.generate_run_id(
+                run_type=DagRunType.SCHEDULED, logical_date=logical_date, run_after=run_after
+            ),
+            logical_date=logical_date,
+            data_interval=(interval.start, interval.end),
+            run_after=run_after,
+            run_type=DagRunType.SCHEDULED,
+            triggered_by=DagRunTriggeredByType.TIMETABLE,
+            state=DagRunState.RUNNING,  # queued, then started: dag.test() starts it at once
+            start_date=logical_date,
+            session=session,
+        )
+        return run
+
+    with monkeypatch.context() as patch:  # undoes this patch only, not the test's others
+        patch.setattr(dagrun, "get_or_create_dagrun", create)
+        yield

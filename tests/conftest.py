@@ -8,10 +8,13 @@
 * ``dev``: random, 1,000 examples, with the local example database, for hunting bugs.
 
 and the ``--scale`` option: tests marked ``scale`` (millions of rows) run only with it.
+
+At the end of the session it also detaches py4j's logger (``pytest_unconfigure``).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 
 import pytest
@@ -55,3 +58,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in kept])
         items[:] = kept
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Keep py4j's last words out of handlers whose streams are already closed.
+
+    Importing Airflow configures the root logger (level INFO) with a handler on
+    ``sys.stdout``, which under pytest is the capture's stream. After the session pytest
+    closes that stream; then, at interpreter exit, py4j garbage-collects the Spark
+    gateway's connections, and each ``ClientServerConnection.__del__`` logs "Closing down
+    clientserver connection" at INFO into it: a ``--- Logging error ---`` traceback at the
+    end of every run that used Spark. Once the tests are over py4j has nothing else to
+    report, so its records go nowhere from here on (tests/test_fresh_machine.py)."""
+    py4j = logging.getLogger("py4j")
+    py4j.addHandler(logging.NullHandler())
+    py4j.propagate = False

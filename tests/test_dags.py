@@ -11,15 +11,17 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 # Before anything that imports Airflow: it sets Airflow's home and configuration.
-from airflow_fixtures import DAGS, ROOT, ParityEnv, dag_bag
+from airflow_fixtures import DAGS, ROOT, ParityEnv, dag_bag, scheduled_runs
 
-from matcher.spec import load_spec
+from matcher.errors import SpecError
+from matcher.spec import load_spec, parse_spec, parse_yaml
 from matcher.store import RunOutcome, RunStart, Store
 from parity.airflow.factory import load_validations
 from parity.airflow.gate import record_gate
@@ -100,6 +102,49 @@ def test_the_dags_folder_loads_every_validation(monkeypatch: pytest.MonkeyPatch)
                 assert task._conn_id == "spark_default"
 
 
+def test_every_spark_task_takes_a_pool_slot_and_has_a_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Concurrency: one run of each validation at a time, no backlog of runs by surprise,
+    and every task that starts Spark jobs (comparison and recovery DAGs alike) in the
+    ``parity_spark`` pool with a time limit; the tasks that only plan and decide are not."""
+    monkeypatch.delenv("PARITY_VALIDATIONS_DIR", raising=False)
+    bag = dag_bag()
+    spark_tasks = {
+        *SPARK_TASKS,
+        "expectations",
+        "plan",  # a recovery DAG's plan task writes the input slice
+        "run_uninterrupted",
+        "run_crashed",
+        "check",
+    }
+    seen = set()
+    for dag in bag.dags.values():
+        assert (dag.max_active_runs, dag.catchup) == (1, False), dag.dag_id
+        recovery = "recovery" in dag.tags
+        for task in dag.tasks:
+            runs_spark = task.task_id in spark_tasks and (recovery or task.task_id != "plan")
+            if runs_spark:
+                seen.add(task.task_id)
+                limit = dt.timedelta(hours=2)
+                assert (task.pool, task.execution_timeout) == ("parity_spark", limit), task
+            else:
+                assert task.pool == "default_pool", (dag.dag_id, task.task_id)
+    assert seen == spark_tasks
+
+
+def test_the_airflow_section_sets_runs_pool_and_time_limit(parity_env: ParityEnv) -> None:
+    text = GOOD + "airflow: {max_active_runs: 2, pool: spark_big, task_timeout: 45m}\n"
+    (parity_env.validations / "good.yaml").write_text(text, encoding="utf-8")
+    dag = dag_bag().dags["parity_good"]
+    assert dag.max_active_runs == 2
+    match = dag.get_task("match")
+    assert (match.pool, match.execution_timeout) == ("spark_big", dt.timedelta(minutes=45))
+    bad = GOOD + "airflow: {task_timeout: forever}\n"
+    with pytest.raises(SpecError, match=r"airflow.task_timeout: expected a duration"):
+        parse_spec(parse_yaml(bad, "bad.yaml"), "bad.yaml", ROOT)
+
+
 # --- one bad spec -------------------------------------------------------------------------
 
 GOOD = """\
@@ -143,7 +188,7 @@ def test_two_bad_specs_are_listed_in_one_error(tmp_path: Path, parity_env: Parit
         f"{shown}/a.yaml: reference: required by the Airflow pipeline",
         f"{shown}/b.yaml: x: unknown key (expected one of: name, reference, candidate, "
         "application, recovery, input, output, dependence, equality, expectations, noise, "
-        "schedule, gate, schema)",
+        "schedule, gate, airflow, properties, schema)",
         f"{shown}/d.yaml: name: 'good' is already used by {shown}/c.yaml",
     ]
 
@@ -299,13 +344,38 @@ def test_record_stores_the_gate_and_failed_runs(
 # --- end to end ---------------------------------------------------------------------------
 
 
+def dag_run_note(run_id: str) -> str | None:
+    """A ``parity_relay`` DAG run's note, from Airflow's database."""
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        run = session.scalar(
+            select(DagRun).where(DagRun.dag_id == "parity_relay", DagRun.run_id == run_id)
+        )
+        return None if run is None else run.note
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(1800)
-def test_equivalent_then_divergent_runs_end_to_end(relay_dag: Any, parity_env: ParityEnv) -> None:
-    # A scheduled-style run: the data interval [2024-05-01, 2024-05-02) chooses the slice.
-    ok = relay_dag.test(logical_date=dt.datetime(2024, 5, 2, tzinfo=UTC))
+def test_equivalent_then_divergent_runs_end_to_end(
+    relay_dag: Any, parity_env: ParityEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plugin's listener, as the scheduler loads it: the verdict on each DAG run's note.
+    monkeypatch.syspath_prepend(str(ROOT / "plugins"))
+    from airflow.listeners.listener import get_listener_manager
+
+    from parity_ui import notes
+
+    get_listener_manager().add_listener(notes)
+    # A run as the scheduler makes it: the data interval [2024-05-01, 2024-05-02) chooses
+    # the slice, and the run is stored as scheduled.
+    with scheduled_runs(monkeypatch):
+        ok = relay_dag.test(logical_date=dt.datetime(2024, 5, 2, tzinfo=UTC))
     assert str(ok.state) == "success", states(ok)
+    assert (str(ok.run_type), ok.run_id) == ("scheduled", "scheduled__2024-05-02T00:00:00+00:00")
     run_dir = workspace(parity_env.home, "parity_relay", ok.run_id)
     slice_files = sorted(p.name for p in (run_dir / "slice").glob("part-*"))
     assert len(slice_files) == 4
@@ -318,14 +388,22 @@ def test_equivalent_then_divergent_runs_end_to_end(relay_dag: Any, parity_env: P
         "completed",
         "equivalent",
         True,
-        "adhoc",
+        "scheduled",
     )
+    with Store.open(parity_env.db_url) as store:  # the history's "scheduled" filter
+        found = store.list_runs(trigger="scheduled")
+    assert [r.run_id for r in found] == [record.run_id]
     assert record.gate_reason == "verdict equivalent; expectations passed"
     assert (record.reference_version, record.candidate_version) == ("1.0", "1.1")
     assert (record.dag_id, record.dag_run_id, record.task_try) == ("parity_relay", ok.run_id, 1)
     assert (record.slice["start"], record.slice["end"]) == (
         "2024-05-01T00:00:00+00:00",
         "2024-05-02T00:00:00+00:00",
+    )
+    assert dag_run_note(ok.run_id) == (
+        "**Parity: equivalent** (loss 0, duplication 0, reordering 0, corruption 0); "
+        "gate open: verdict equivalent; expectations passed. [Parity run]"
+        f"(/plugin/parity/parity/runs/parity_relay%2F{quote(ok.run_id, safe='')})"
     )
 
     # An ad-hoc run: a buggy candidate (loses offset 7) on a window given as parameters.
@@ -366,3 +444,8 @@ def test_equivalent_then_divergent_runs_end_to_end(relay_dag: Any, parity_env: P
         (d.kind, d.key, d.reference_position, d.candidate_position) for d in record.divergences
     ] == [("loss", "T2", 4, 6)]  # it belongs before T2's next event, offset 10
     assert dict(record.counts) == {"loss": 1, "duplication": 0, "reordering": 0, "corruption": 0}
+    assert dag_run_note(bad.run_id).startswith(
+        "**Parity: divergent** (loss 1, duplication 0, reordering 0, corruption 0); gate "
+        "closed: verdict divergent \\(the gate requires equivalent\\); expectations passed. "
+    )
+    get_listener_manager().clear()

@@ -4,12 +4,33 @@ environment. (The demo itself runs every validation through Airflow: `make demo`
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from matcher.store import RunOutcome, RunRecord, RunStart, Store, StoredDivergence
-from tools.demo import Expected, Outcome, demo_env, expected_of, table, witness
+from tools.demo import (
+    BIN,
+    Expected,
+    Outcome,
+    _task_logs,
+    _write_env_file,
+    demo_env,
+    env_file_text,
+    expected_of,
+    table,
+    task_log_path,
+    witness,
+)
+
+pytest_plugins = ("airflow_fixtures",)  # the session's Airflow home, for the pool test
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize(
@@ -84,7 +105,7 @@ def test_the_verdict_table(tmp_path: Path) -> None:
 
 def test_the_demo_environment(tmp_path: Path) -> None:
     env = demo_env(tmp_path)
-    root = Path(__file__).resolve().parent.parent
+    root = ROOT
     assert json.loads(env["AIRFLOW_CONN_SPARK_DEFAULT"]) == {
         "conn_type": "spark",
         "host": "local[*]",
@@ -98,4 +119,107 @@ def test_the_demo_environment(tmp_path: Path) -> None:
         "SPARK_CONF_DIR": str(tmp_path / "spark-conf"),
     }
     assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(root / "dags")
+    assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == str(root / "plugins")
+    assert env["AIRFLOW__LOGGING__BASE_LOG_FOLDER"] == str(tmp_path / "airflow" / "logs")
     assert env["AIRFLOW__CORE__LOAD_EXAMPLES"] == "False"
+
+
+def test_env_sh_exports_the_whole_environment_quoted() -> None:
+    env = {"AIRFLOW_HOME": "/h/it's here/airflow", "PARITY_HOME": "/h", "PATH": "/ignored"}
+    assert env_file_text(env) == (
+        "export AIRFLOW_HOME='/h/it'\"'\"'s here/airflow'\n"
+        "export PARITY_HOME=/h\n"
+        f'export PATH={BIN}:"$PATH"\n'
+        "unset PARITY_VALIDATIONS_DIR\n"
+    )
+
+
+def test_sourcing_env_sh_gives_airflow_the_plugin_the_dags_and_the_logs(tmp_path: Path) -> None:
+    """What `source env.sh && airflow standalone` sees, in a shell with nothing else set:
+    the venv's airflow, the Parity plugin loaded (its page in the UI), the demo's folders."""
+    home = tmp_path / "demo home"
+    _write_env_file(home, demo_env(home))
+    probe = (
+        "import json, shutil; from airflow import plugins_manager; "
+        "from airflow.configuration import conf; "
+        "print(json.dumps({"
+        "'airflow': shutil.which('airflow'), "
+        "'plugins': [[p['name'], str(p['source'])] for p in plugins_manager.get_plugin_info()], "
+        "'errors': plugins_manager.get_import_errors(), "
+        "'dags': conf.get('core', 'dags_folder'), "
+        "'logs': conf.get('logging', 'base_log_folder'), "
+        "'parity_home': __import__('os').environ['PARITY_HOME']}))"
+    )
+    clean = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
+    done = subprocess.run(
+        ["bash", "-c", 'source "$1" && python -c "$2"', "bash", str(home / "env.sh"), probe],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen == {
+        "airflow": str(BIN / "airflow"),
+        "plugins": [["parity", "$PLUGINS_FOLDER/parity_plugin.py"]],
+        "errors": {},
+        "dags": str(ROOT / "dags"),
+        "logs": str(home / "airflow" / "logs"),
+        "parity_home": str(home),
+    }
+
+
+def test_each_task_of_a_demo_run_writes_the_log_file_the_ui_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.sdk.execution_time import supervisor
+
+    monkeypatch.setenv("AIRFLOW__LOGGING__BASE_LOG_FOLDER", str(tmp_path / "task-logs"))
+
+    def fake_run(ti: Any, task: Any, client: Any = None) -> str:
+        os.write(1, b"airflow: running\n")
+        subprocess.run([sys.executable, "-c", "print('spark-submit: done')"], check=True)
+        os.write(2, b"airflow: finished\n")
+        return f"ran {task}"
+
+    monkeypatch.setattr(supervisor, "run_task_in_process", fake_run)
+    ti = SimpleNamespace(
+        dag_id="parity_taxi",
+        run_id="manual__2026-01-02",
+        task_id="match",
+        map_index=-1,
+        try_number=2,
+    )
+    validation_log = tmp_path / "logs" / "taxi.log"
+    validation_log.parent.mkdir()
+    validation_log.write_bytes(b"before\n")
+    with _task_logs(validation_log):
+        assert supervisor.run_task_in_process(ti, "match-task") == "ran match-task"
+    assert supervisor.run_task_in_process is fake_run
+
+    path = (
+        tmp_path
+        / "task-logs/dag_id=parity_taxi/run_id=manual__2026-01-02/task_id=match/attempt=2.log"
+    )
+    assert task_log_path(ti) == path
+    task_log = b"airflow: running\nspark-submit: done\nairflow: finished\n"
+    assert path.read_bytes() == task_log
+    assert validation_log.read_bytes() == (
+        b"before\n" + f"--- task match (log: {path}) ---\n".encode() + task_log
+    )
+
+
+def test_the_demo_creates_the_pool_of_the_spark_tasks(parity_env: Any) -> None:
+    """``airflow standalone`` on the demo's home starts the validations' Spark tasks only if
+    their pool exists: the demo's set-up creates it (and again, idempotently)."""
+    from airflow.models.pool import Pool
+
+    from tools.demo import SPARK_POOL, SPARK_POOL_SLOTS, _prepare_airflow
+
+    assert _prepare_airflow() == {}
+    assert _prepare_airflow() == {}
+    pool = Pool.get_pool(SPARK_POOL)
+    assert pool is not None
+    assert (pool.pool, pool.slots) == ("parity_spark", SPARK_POOL_SLOTS)

@@ -156,3 +156,120 @@ def test_parity_results_go_to_their_own_postgres_database() -> None:
     assert SERVICES["airflow-scheduler"]["environment"]["AIRFLOW__CORE__DAGS_FOLDER"] == (
         "/opt/parity/dags"
     )
+
+
+def _readme_section(title: str) -> str:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index(f"\n{title}\n")
+    end = readme.find("\n## ", start + 1)
+    return readme[start:end]
+
+
+def test_the_readmes_login_is_the_one_the_stack_configures() -> None:
+    """`admin:admin` in SIMPLE_AUTH_MANAGER_USERS is user admin with the *role* admin; the
+    password is the passwords file's, which airflow-init installs where the API server reads
+    it. The README's login and its curl example must be that user and that password."""
+    environment = SERVICES["airflow-apiserver"]["environment"]
+    users = [
+        u.split(":") for u in environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(",")
+    ]
+    assert users == [["admin", "admin"]]
+    passwords = json.loads((ROOT / "docker" / "simple_auth_manager_passwords.json").read_text())
+    assert passwords == {"admin": "admin"}
+    installed = environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]
+    assert installed == "/opt/airflow/auth/simple_auth_manager_passwords.json"
+    script = SERVICES["airflow-init"]["command"][-1].splitlines()
+    assert f"cp /opt/parity/docker/simple_auth_manager_passwords.json {installed}" in script
+    assert "airflow-auth:/opt/airflow/auth" in SERVICES["airflow-apiserver"]["volumes"]
+    for name in AIRFLOW:
+        env = SERVICES[name]["environment"]
+        assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == "admin:admin", name
+        assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == installed, name
+
+    compose = _readme_section("### docker compose")
+    assert "open http://localhost:8080                # admin / admin;" in compose
+    # Where the password comes from, and what it is, in the README's words.
+    assert (
+        " ".join(compose.split()).count(
+            '`docker/simple_auth_manager_passwords.json` (`{"admin": "admin"}`)'
+        )
+        == 1
+    )
+    page = _readme_section("## The Parity page in Airflow")
+    logins = re.findall(r"-d '(\{\"username\": [^']*\})'", page)
+    assert [json.loads(login) for login in logins] == [{"username": "admin", "password": "admin"}]
+    for login in logins:
+        user = json.loads(login)
+        assert passwords[user["username"]] == user["password"]
+
+
+def test_init_creates_the_workspace_volume_for_the_airflow_user_first() -> None:
+    init = SERVICES["airflow-init"]
+    assert init["user"] == "0:0"
+    assert "parity-home:/opt/parity-home" in init["volumes"]
+    script = init["command"][-1].splitlines()
+    assert script[0] == "set -euo pipefail"
+    assert "mkdir -p /opt/parity-home/runs /opt/airflow/logs /opt/airflow/auth" in script
+    chown = (
+        'chown -R "${AIRFLOW_UID:-50000}:0" /opt/parity-home /opt/airflow/logs /opt/airflow/auth'
+    )
+    # After the migration, which runs as root and may write to the log folder.
+    assert script.index(chown) > script.index("/entrypoint airflow db migrate")
+    assert "chmod -R g+rwX /opt/parity-home" in script
+    # Every service that mounts the volume (and so may write there) starts after init is done.
+    writers = [
+        name
+        for name, service in SERVICES.items()
+        if name != "airflow-init" and "parity-home:/opt/parity-home" in service.get("volumes", [])
+    ]
+    assert sorted(writers) == sorted([*AIRFLOW, *SPARK])
+    for name in writers:
+        assert SERVICES[name]["depends_on"]["airflow-init"] == {
+            "condition": "service_completed_successfully"
+        }, name
+        assert SERVICES[name]["user"] != "0:0", name
+
+
+def test_init_creates_the_pool_every_spark_task_takes_a_slot_of() -> None:
+    """The DAGs' Spark tasks are in the pool ``parity_spark`` (``AirflowSpec.pool``): a
+    scheduler never starts a task whose pool does not exist."""
+    from matcher.spec_schema import AirflowSpec
+
+    script = SERVICES["airflow-init"]["command"][-1].splitlines()
+    create = '/entrypoint airflow pools set parity_spark 2 "Parity: Spark applications at once"'
+    assert AirflowSpec().pool == "parity_spark"
+    assert script.index(create) > script.index("/entrypoint airflow db migrate")
+
+
+def test_spark_runs_as_the_spark_images_user_with_group_writable_jobs() -> None:
+    for name in SPARK:
+        assert SERVICES[name]["user"] == "spark:0", name
+    dockerfile = (ROOT / "docker" / "spark.Dockerfile").read_text()
+    assert re.findall(r"^USER (\S+)$", dockerfile, re.MULTILINE)[-1] == "spark"
+    for name in AIRFLOW:
+        assert SERVICES[name]["user"] == "${AIRFLOW_UID:-50000}:0", name
+        conf_dir = SERVICES[name]["environment"]["SPARK_CONF_DIR"]
+        assert conf_dir == "/opt/parity/docker/spark-conf", name
+    defaults = (ROOT / "docker" / "spark-conf" / "spark-defaults.conf").read_text()
+    settings = [line.split() for line in defaults.splitlines() if line and line[0] != "#"]
+    assert settings == [["spark.hadoop.fs.permissions.umask-mode", "002"]]
+
+
+# starlette.testclient (imported with Airflow's API server) warns that it prefers httpx2.
+@pytest.mark.filterwarnings("ignore:Using `httpx` with `starlette.testclient`")
+def test_airflows_simple_auth_manager_reads_that_login(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager
+
+    environment = SERVICES["airflow-apiserver"]["environment"]
+    installed = tmp_path / "simple_auth_manager_passwords.json"
+    installed.write_bytes((ROOT / "docker" / "simple_auth_manager_passwords.json").read_bytes())
+    monkeypatch.setenv(
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS",
+        environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"],
+    )
+    monkeypatch.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE", str(installed))
+    users = [(user.username, user.role) for user in SimpleAuthManager.get_users()]
+    assert users == [("admin", "admin")]
+    assert SimpleAuthManager.get_passwords() == {"admin": "admin"}

@@ -717,8 +717,8 @@ def test_the_match_task_links_to_its_run_page_inside_the_airflow_ui(client: Any)
     link = ParityRunLink()
     dag_run_id = "scheduled__2026-01-02T00:00:00+00:00"
 
-    def url(task_id: str) -> str:
-        key: Any = TaskInstanceKey("parity__taxi", task_id, dag_run_id, 1, -1)
+    def url(task_id: str, dag_id: str = "parity__taxi") -> str:
+        key: Any = TaskInstanceKey(dag_id, task_id, dag_run_id, 1, -1)
         return str(link.get_link(cast(Any, None), ti_key=key))
 
     assert link.name == "Parity run"
@@ -726,8 +726,10 @@ def test_the_match_task_links_to_its_run_page_inside_the_airflow_ui(client: Any)
     assert run_page == (
         "/plugin/parity/parity/runs/parity__taxi%2Fscheduled__2026-01-02T00%3A00%3A00%2B00%3A00"
     )
-    assert [url(t) for t in ("match", "compare.match")] == [run_page, run_page]
-    assert [url(t) for t in ("run_candidate", "record", "matchmaker")] == ["", "", ""]
+    linked = ("match", "compare.match", "record", "gate", "check")
+    assert [url(t) for t in linked] == [run_page] * 5
+    assert [url(t) for t in ("run_candidate", "plan", "matchmaker")] == ["", "", ""]
+    assert url("match", dag_id="etl_daily") == ""  # another DAG's match task: no link
 
 
 def test_a_store_that_is_down_is_a_503_logged_but_not_shown(
@@ -754,3 +756,41 @@ def test_a_store_that_is_down_is_a_503_logged_but_not_shown(
     assert len(logged) == 2
     assert all("postgresql+psycopg://parity:***@127.0.0.1:1/parity" in line for line in logged)
     assert "s3cret" not in "".join(logged)
+
+
+# -- a properties run -----------------------------------------------------------------------
+
+
+def test_a_properties_run_on_the_parity_page(
+    client: Any, viewer: dict[str, str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Listed as ``NAME (properties)`` with no divergence counts, its page the report's
+    Properties section (hostile evidence escaped), its JSON the report under
+    ``properties``; it is no point of its validation's trend (it has no verdict)."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    from fastapi.testclient import TestClient
+    from test_property_runs import HOSTILE as EVIL
+    from test_property_runs import SAMPLE, taxi_report
+
+    from parity.cli.property_runs import Storage, store_report
+    from parity_ui.app import create_app
+
+    url = f"sqlite:///{tmp_path / 'parity.db'}"
+    with Store.open(url) as store:
+        store.start_run(_start("taxi/1", _at(1, 3), validation="taxi"))
+        store.record_run("taxi/1", RunOutcome("equivalent", finished_at=_at(1, 3, 5)))
+    report = taxi_report(EVIL)
+    store_report(report, Storage(db=url, run_id="taxi/p", validation="taxi"), [SAMPLE], None)
+    with TestClient(create_app(url)) as standalone:
+        history = standalone.get("/", headers=viewer).text
+        page = standalone.get("/runs/taxi%2Fp", headers=viewer).text
+        document = standalone.get("/api/runs/taxi%2Fp", headers=viewer).json()
+        trends = standalone.get("/trends?validation=taxi", headers=viewer).text
+    assert run_ids_on_page(history) == ["taxi/p", "taxi/1"]
+    assert "<td>taxi (properties)</td>" in history
+    assert "<h2>Properties</h2>" in page and "definitely non-commutative" in page
+    assert "<script>alert" not in page and "\x1b" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;\\u001b[31mred" in page
+    assert (document["kind"], document["verdict"]) == ("properties", None)
+    assert document["properties"]["properties"]["statefulness"]["found"] is True
+    assert "taxi%2F1" in trends and "taxi%2Fp" not in trends

@@ -156,6 +156,7 @@ def test_report_document_is_exact(sample: RunRecord) -> None:
             "unexplained_divergences": [0],
         },
         "recovery": None,
+        "properties": None,
         "sides": {
             "reference": {"rows": 10, "keys": 2, "barriers": 0},
             "candidate": {"rows": 9, "keys": 2, "barriers": 0},

@@ -406,7 +406,7 @@ def test_check_columns_says_where(tmp_path: Path) -> None:
 
 KNOWN_SECTIONS = (
     "name, reference, candidate, application, recovery, input, output, dependence, equality, "
-    "expectations, noise, schedule, gate, schema"
+    "expectations, noise, schedule, gate, airflow, properties, schema"
 )
 
 

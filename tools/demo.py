@@ -9,7 +9,9 @@ with ``dag.test()``: real ``spark-submit`` on ``local[*]``, the results in SQLit
 the table (validation, candidate, verdict, divergence kinds, first witness) and how to open
 the Airflow UI on the same data. ``--workers`` validations run at once, each in its own
 process (their ``dag.test()`` share Airflow's database); Airflow's and Spark's output goes to
-``logs/<validation>.log`` under the demo home.
+``logs/<validation>.log`` under the demo home, and each task's also to its own log file in
+Airflow's log folder, where the UI shows it. ``env.sh`` under the demo home holds the whole
+environment (DAGs, the Parity plugin, the logs, the results store) for ``airflow standalone``.
 
 The demo checks itself: each spec says what to expect in a comment,
 ``# Expected verdict: divergent (corruption)``; the exit code is 0 when every verdict (and
@@ -24,6 +26,7 @@ import json
 import multiprocessing
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -40,6 +43,10 @@ from matcher.verdict import KINDS
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 _EXPECTED = re.compile(r"^#\s*Expected verdict:\s*(\w+)(?:\s*\(([^)]*)\))?", re.MULTILINE)
+#: the Airflow pool of the validations' Spark tasks (``AirflowSpec.pool``'s default): two
+#: Spark applications at once on this 2-core machine
+SPARK_POOL, SPARK_POOL_SLOTS = "parity_spark", 2
+SPARK_POOL_DOC = "Parity: Spark applications at once (README, Concurrency)"
 SPARK_DEFAULTS = {
     # Local runs: no web UI to start, no progress bars in the logs.
     "spark.ui.enabled": "false",
@@ -98,12 +105,16 @@ def expected_of(text: str) -> Expected | None:
 
 
 def demo_env(home: Path) -> dict[str, str]:
-    """The environment the demo runs Airflow and Spark in (and ``airflow standalone`` needs
-    to show the same data)."""
+    """The environment the demo runs Airflow and Spark in, and that ``env.sh`` gives
+    ``airflow standalone`` to show the same data: the DAGs, the Parity plugin (its page and
+    the **Parity run** link), the task logs the demo's runs wrote, the results store."""
     return {
         "AIRFLOW_HOME": str(home / "airflow"),
         "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(ROOT / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        # Where the demo writes each task's log (_task_logs) and the UI reads it back.
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(home / "airflow" / "logs"),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
         "PARITY_HOME": str(home),
         "PARITY_DB_URL": f"sqlite:///{home / 'parity.db'}",
@@ -250,6 +261,15 @@ def _prepare_airflow() -> dict[str, str]:
         bag = BundleDagBag(dag_folder=bundle.path, bundle_path=bundle.path, bundle_name=bundle.name)
         sync_bag_to_db(bag, bundle.name, bundle.version)
         errors.update(bag.import_errors)
+    # The pool of the validations' Spark tasks: without it the scheduler of
+    # `airflow standalone` would never start them (README, "Concurrency").
+    from airflow.models.pool import Pool
+
+    with create_session() as session:
+        Pool.create_or_update_pool(
+            SPARK_POOL, slots=SPARK_POOL_SLOTS, description=SPARK_POOL_DOC,
+            include_deferred=False, session=session,
+        )  # fmt: skip
     return errors
 
 
@@ -273,10 +293,10 @@ def _test_dag(path: Path, log: Path) -> tuple[str, str, str, float]:
     """``dag.test()`` of the validation in ``path`` (in this process or a worker): its DAG
     id, run id, final state and wall time. Airflow's and Spark's output go to ``log``."""
     global _BAG
-    from parity.airflow.factory import dag_id_for
+    from matcher.store.run_ids import dag_id_for
 
     started = time.monotonic()
-    with _quiet(log):
+    with _quiet(log), _task_logs(log):
         if _BAG is None:
             from airflow.dag_processing.dagbag import DagBag
 
@@ -343,11 +363,19 @@ def _write_spark_defaults(directory: Path) -> None:
     (directory / "log4j2.properties").write_text(LOG4J2, encoding="utf-8")
 
 
+def env_file_text(env: Mapping[str, str]) -> str:
+    """``env.sh``: the demo's environment for a shell (``source env.sh && airflow
+    standalone``), the venv's ``bin`` put first on the shell's own ``PATH``."""
+    lines = [f"export {key}={shlex.quote(value)}" for key, value in env.items() if key != "PATH"]
+    lines.append(f'export PATH={shlex.quote(str(BIN))}:"$PATH"')
+    # The demo runs the bundled specs whatever the caller's shell says (see _run).
+    lines.append("unset PARITY_VALIDATIONS_DIR")
+    return "\n".join(lines) + "\n"
+
+
 def _write_env_file(home: Path, env: Mapping[str, str]) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    lines = [f"export {key}='{value}'" for key, value in env.items() if key != "PATH"]
-    lines.append(f"export PATH='{BIN}':\"$PATH\"")
-    (home / "env.sh").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (home / "env.sh").write_text(env_file_text(env), encoding="utf-8")
 
 
 @contextlib.contextmanager
@@ -369,6 +397,50 @@ def _quiet(log: Path) -> Iterator[None]:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
+
+
+def task_log_path(ti: Any) -> Path:
+    """Where Airflow's UI looks for the log of task instance ``ti`` (``dag_id``, ``run_id``,
+    ``task_id``, ``map_index``, ``try_number``): Airflow's ``log_filename_template`` under
+    ``[logging] base_log_folder``."""
+    from airflow.configuration import conf
+    from airflow.utils.helpers import log_filename_template_renderer
+
+    base = Path(conf.get("logging", "base_log_folder")).expanduser()
+    return base / log_filename_template_renderer()(ti=ti)
+
+
+@contextlib.contextmanager
+def _task_logs(log: Path) -> Iterator[None]:
+    """Give each task that ``dag.test()`` runs its own log file where the Airflow UI reads it.
+
+    ``dag.test()`` runs every task in this process (``run_task_in_process``) and its task
+    logger writes to stdout, not to the task's log file as an executor's task would, so the
+    UI would show no logs for the demo's runs. Here each task's output (Airflow's, and its
+    ``spark-submit``'s) goes to :func:`task_log_path`, then is appended to ``log`` as well."""
+    from airflow.sdk.execution_time import supervisor
+
+    run_in_process = supervisor.run_task_in_process
+
+    def run_with_log_file(ti: Any, task: Any, client: Any = None) -> Any:
+        path = task_log_path(ti)
+        # A deferred task runs again into the same file: copy only what this run added.
+        start = path.stat().st_size if path.is_file() else 0
+        try:
+            with _quiet(path):
+                return run_in_process(ti, task, client=client)
+        finally:
+            with log.open("ab") as sink, path.open("rb") as task_log:
+                sink.write(f"--- task {ti.task_id} (log: {path}) ---\n".encode())
+                task_log.seek(start)
+                sink.write(task_log.read())
+
+    # dag.test() imports run_task_in_process from the module at each task, so this reaches it.
+    supervisor.run_task_in_process = run_with_log_file
+    try:
+        yield
+    finally:
+        supervisor.run_task_in_process = run_in_process
 
 
 def _at(position: int | None) -> str:

@@ -32,8 +32,9 @@ DATABASE_FILE = "parity.db"
 DATA_DOCS_DIR = "data_docs"
 
 
-def database_url(explicit: str | None = None) -> str:
-    """The results database's SQLAlchemy URL, by the precedence in this module's docstring."""
+def database_url(explicit: str | None = None, *, home: Path | None = None) -> str:
+    """The results database's SQLAlchemy URL, by the precedence in this module's docstring;
+    ``home`` replaces ``PARITY_HOME`` for the embedded default (a command's ``--home``)."""
     if explicit:
         return explicit
     from_env = os.environ.get(URL_VARIABLE)
@@ -42,12 +43,13 @@ def database_url(explicit: str | None = None) -> str:
     from_file = _url_from_config_file()
     if from_file:
         return from_file
-    return default_url()
+    return default_url(home)
 
 
-def default_url() -> str:
-    """The embedded SQLite database under ``PARITY_HOME`` (default ``~/.parity``)."""
-    home = Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME).expanduser()
+def default_url(home: Path | None = None) -> str:
+    """The embedded SQLite database under ``home``, else ``PARITY_HOME`` (default
+    ``~/.parity``)."""
+    home = (home or Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME)).expanduser()
     try:
         home.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -7,8 +7,10 @@ and this metadata agree.
 
 * ``runs``: one row per run, keyed by the caller's ``run_id`` (``dag_id/run_id`` from Airflow,
   a uuid from the CLI), so a retried task replaces its row instead of adding one. ``kind`` is
-  ``comparison`` today; later kinds (crash-recovery validation, operator property testing) use
-  the same row with ``reference_version``/``candidate_version`` left empty as they see fit.
+  ``comparison``, ``recovery`` or ``properties`` (``matcher.store.records.RUN_KINDS``); the
+  later kinds use the same row with ``reference_version``/``candidate_version`` left empty as
+  they see fit, and a properties run completes with a NULL ``verdict`` (it judges nothing; the
+  ``verdict`` check lets NULL through, so no migration was needed).
 * ``divergences``: the witnesses, ``ordinal`` = their order in the verdict.
 * ``column_stats``: per-column mismatch counts (``extra`` for later statistics).
 * ``expectation_results``: Great Expectations results beside the verdict.

@@ -26,7 +26,14 @@ from matcher.verdict import KINDS, Divergence, Kind, Verdict
 COMPARISON = "comparison"
 #: a streaming job killed and restarted from its checkpoint (``parity.recovery``)
 RECOVERY = "recovery"
-RUN_KINDS = (COMPARISON, RECOVERY)
+#: an operator tested for its six properties (``parity properties``): it compares nothing,
+#: so it has findings (the properties, in its stats' ``properties``) and no verdict
+PROPERTIES = "properties"
+RUN_KINDS = (COMPARISON, RECOVERY, PROPERTIES)
+#: the kinds whose verdict a deploy gate may rest on (``Store.latest_run``)
+GATED_KINDS = (COMPARISON, RECOVERY)
+#: the kinds the match job stores (a properties run is stored by ``parity properties``)
+MATCHED_KINDS = (COMPARISON, RECOVERY)
 RUN_VERDICTS = ("equivalent", "divergent", "noisy", "error")
 
 
@@ -174,12 +181,16 @@ class ExpectationRecord:
 class RunOutcome:
     """How a run ended, written in one transaction by ``Store.record_run``.
 
-    ``counts`` counts every divergence per kind (``divergences`` may hold only the first few).
+    ``verdict`` is one of ``RUN_VERDICTS``, or ``None`` for a run that judges nothing: a
+    properties run (kind ``properties``) completes with findings and no verdict, as none of
+    equivalent, divergent, noisy or error says what testing an operator found; such an
+    outcome carries no divergences. ``counts`` counts every divergence per kind
+    (``divergences`` may hold only the first few).
     ``expectations=None`` leaves the run's stored expectation results as they are; a tuple
     (even empty) replaces them.
     """
 
-    verdict: str
+    verdict: str | None
     counts: Mapping[str, int] = field(default_factory=_zero_counts)
     divergences: tuple[StoredDivergence, ...] = ()
     column_stats: tuple[ColumnStat, ...] = ()
@@ -194,10 +205,12 @@ class RunOutcome:
     schema: SchemaDiff | None = None
 
     def __post_init__(self) -> None:
-        if self.verdict not in RUN_VERDICTS:
+        if self.verdict is not None and self.verdict not in RUN_VERDICTS:
             raise StoreError(
                 f"verdict: expected one of {', '.join(RUN_VERDICTS)}, got {self.verdict!r}"
             )
+        if self.verdict is None and (self.divergences or any(self.counts.values())):
+            raise StoreError("verdict: a run without a verdict has no divergences")
         unknown = sorted(set(self.counts) - set(KINDS))
         if unknown:
             raise StoreError(f"counts: unknown divergence kinds {', '.join(unknown)}")

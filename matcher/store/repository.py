@@ -45,6 +45,7 @@ from matcher.store.lease import lease_expired_reason, lease_seconds
 from matcher.store.migrate import current_revision, head_revision, upgrade
 from matcher.store.models import ColumnStatRow, DivergenceRow, ExpectationResultRow, Run
 from matcher.store.records import (
+    GATED_KINDS,
     ExpectationRecord,
     ExpiredRun,
     RunOutcome,
@@ -372,9 +373,14 @@ class Store:
         completed_only: bool = True,
     ) -> RunSummary | None:
         """The validation's newest run (of ``candidate_version``, when given): the last to
-        finish among completed runs, or the last to start when ``completed_only`` is off."""
+        finish among completed runs, or the last to start when ``completed_only`` is off.
+
+        Only runs a gate can rest on (``GATED_KINDS``): a properties run stored under the
+        validation's name (its spec's ``properties:``) has no verdict and is never it."""
         now = utc_now()
-        query = rows.select_summaries().where(Run.validation == validation)
+        query = rows.select_summaries().where(
+            Run.validation == validation, Run.kind.in_(GATED_KINDS)
+        )
         if candidate_version is not None:
             query = query.where(Run.candidate_version == candidate_version)
         if completed_only:

@@ -13,6 +13,14 @@ from __future__ import annotations
 
 import uuid
 
+#: the id of a validation's DAG is this and the validation's name
+DAG_PREFIX = "parity_"
+
+
+def dag_id_for(validation: str) -> str:
+    """The DAG that runs a validation: ``parity_<name>``."""
+    return f"{DAG_PREFIX}{validation}"
+
 
 def pipeline_run_id(dag_id: str, dag_run_id: str) -> str:
     """The run id of a DAG run (a DAG id holds no ``/``, so the first one splits it)."""

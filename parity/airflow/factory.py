@@ -8,12 +8,15 @@ Each DAG runs one validation::
     plan ─► slice_input ─┬─► run_reference ──┐
                          ├─► run_candidate ──┼─► match ─► [expectations] ─► record ─► gate
                          └─► rerun_reference ┘   (rerun only with noise.reference_runs: 2)
+      └─► properties   (only with a properties: section; off the critical path)
 
 ``plan`` checks the run's parameters and fixes the slice window, the jobs' command lines
 and the run's workspace (``parity.airflow.plan``) before any Spark job starts; the Spark jobs are
 ``SparkSubmitOperator`` tasks against the connection ``PARITY_SPARK_CONN_ID`` (default
 ``spark_default``); ``match`` records the verdict; ``record`` computes the gate and stores
-it; ``gate`` fails the DAG run when it is closed.
+it; ``gate`` fails the DAG run when it is closed. ``properties`` re-tests the operators the
+spec lists under ``properties:`` and stores each as a properties run
+(``parity.airflow.properties``); it fails the DAG run on an error only, never the gate.
 
 A spec that does not load is left out here and reported by ``raise_spec_errors``, which the
 second DAG file, ``dags/parity_spec_errors.py``, calls: Airflow shows import errors per
@@ -34,6 +37,7 @@ from typing import Any
 from matcher.errors import ParityError, SpecError
 from matcher.spec import Spec, parse_duration, parse_spec, parse_yaml
 from matcher.store.config import DEFAULT_HOME, HOME_VARIABLE
+from matcher.store.run_ids import dag_id_for
 from parity.airflow.plan import (
     PARAMS,
     PLAN_TASK,
@@ -60,11 +64,6 @@ DEFAULT_ARGS = {"owner": "parity", "retries": 1, "retry_delay": dt.timedelta(sec
 
 class InvalidValidationSpecs(SpecError):
     """One or more validation specs do not load; each line names the file and the key."""
-
-
-def dag_id_for(validation: str) -> str:
-    """The DAG that runs a validation: ``parity_<name>``."""
-    return f"parity_{validation}"
 
 
 def parity_home() -> Path:
@@ -183,6 +182,7 @@ def recovery_dag(spec: Spec, *, root: Path) -> Any:
         schedule=timetable(spec),
         start_date=START_DATE,
         catchup=False,
+        max_active_runs=spec.airflow.max_active_runs,
         tags=[*TAGS, "recovery"],
         doc_md=doc,
         # A retried crash loop would be another run: a step that failed stays failed.
@@ -208,11 +208,25 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
 
     from parity.airflow.gate import record_gate
     from parity.airflow.operators import ExpectationsOperator, ParitySparkSubmitOperator
-    from parity.airflow.tasks import fail_running_match, params_for
+    from parity.airflow.properties import TASK_ID as PROPERTIES_TASK
+    from parity.airflow.properties import properties_task
+    from parity.airflow.tasks import (
+        enforce_gate,
+        fail_running_match,
+        params_for,
+        spark_task_args,
+    )
+
+    spark = spark_task_args(spec)
 
     def submit(task_id: str, job: str, **options: Any) -> Any:
         return ParitySparkSubmitOperator(
-            task_id=task_id, job=job, conn_id=conn_id, doc_md=_TASK_DOCS[task_id], **options
+            task_id=task_id,
+            job=job,
+            conn_id=conn_id,
+            doc_md=_TASK_DOCS[task_id],
+            **spark,
+            **options,
         )
 
     with DAG(
@@ -221,6 +235,7 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         schedule=timetable(spec),
         start_date=START_DATE,
         catchup=False,
+        max_active_runs=spec.airflow.max_active_runs,
         tags=TAGS,
         doc_md=dag_doc(spec),
         params=params_for(spec),
@@ -260,18 +275,15 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
             failed = sorted(
                 task_id
                 for task_id, state in states.get(run.run_id, {}).items()
-                if state == "failed" and task_id not in ("record", "gate")
+                # the properties task is off the critical path: it never closes the gate
+                if state == "failed" and task_id not in ("record", "gate", PROPERTIES_TASK)
             )
             return record_gate(made, spec, failed)
 
         @task(task_id="gate", doc_md=_TASK_DOCS["gate"])
         def gate(**context: Any) -> None:
             decision = context["ti"].xcom_pull(task_ids="record")
-            print(
-                f"parity: gate {'open' if decision['passed'] else 'closed'}: {decision['reason']}"
-            )
-            if not decision["passed"]:
-                raise AirflowFailException(f"gate closed: {decision['reason']}")
+            enforce_gate(decision["passed"], decision["reason"], spec.gate.on_closed)
 
         planned = plan()
         runs = [submit("run_reference", "reference"), submit("run_candidate", "candidate")]
@@ -281,8 +293,10 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         match = submit("match", "match", on_failure_callback=fail_running_match)
         planned >> submit("slice_input", "slice") >> runs >> match
         # The expectations step: suites and reference-derived expectations.
-        expectations = ExpectationsOperator(root=root, conn_id=conn_id)
+        expectations = ExpectationsOperator(root=root, conn_id=conn_id, **spark)
         match >> expectations >> record() >> gate()
+        if spec.properties:  # beside the comparison: after the plan, before nothing
+            planned >> properties_task(spec, root=root, home=parity_home, **spark)
     return dag
 
 

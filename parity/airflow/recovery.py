@@ -17,6 +17,7 @@ needs their process groups), on the spec's ``recovery.master`` (default ``local[
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -28,11 +29,13 @@ from matcher.store import Store
 from matcher.store.run_ids import pipeline_run_id
 from parity.airflow.gate import record_run_gate
 from parity.airflow.plan import trigger_of
+from parity.airflow.tasks import enforce_gate, spark_task_args
 from parity.recovery.runner import (
     RecoveryPlan,
     check,
     failures_stored,
     find_spark_submit,
+    make_input,
     plan_recovery,
     prepare_workspace,
     run_crashed,
@@ -41,7 +44,8 @@ from parity.recovery.runner import (
 )
 
 TASK_DOCS = {
-    "plan": "Makes the run's workspace (outputs, checkpoints, crash log, logs).",
+    "plan": "Makes the run's workspace (outputs, checkpoints, crash log, logs) and, when the "
+    "spec gives input.slice, writes the input slice the application reads.",
     "run_uninterrupted": "Runs the streaming application once, without crashes.",
     "run_crashed": "Runs it under seeded SIGKILLs, restarting from its checkpoint each time.",
     "check": "Checks the crashed output and stores the run (kind recovery) with its crash log.",
@@ -76,16 +80,28 @@ def build_recovery_dag(spec: Spec, *, root: Path, home: Callable[[], Path], **da
         except ParityError as exc:  # the run is stored failed: fail now, no retry
             raise AirflowFailException(str(exc)) from None
 
+    assert spec.recovery is not None
+    spark = spark_task_args(spec)
+    # Each of these runs a job bounded by recovery.timeout (the crashed one with its
+    # restarts), then reaps it: Airflow's limit must not cut the crash loop's own.
+    crash_loop = spark_task_args(spec, at_least=dt.timedelta(seconds=spec.recovery.timeout + 300))
     with DAG(**dag_args) as dag:
 
-        @task(task_id="plan", doc_md=TASK_DOCS["plan"])
+        @task(task_id="plan", doc_md=TASK_DOCS["plan"], **spark)
         def plan(**context: Any) -> str:
             made = recovery_plan(spec, context, root=root, home=home())
             prepare_workspace(made)
             print(f"parity: {made.run_id}: workspace {made.run_dir}")
+
+            def body(made: RecoveryPlan) -> None:
+                make_input(made, spark_env(), spark_submit=find_spark_submit())
+                if made.slice is not None:
+                    print(f"parity: the input slice is in {made.input}")
+
+            step(context, body)
             return str(made.run_dir)
 
-        @task(task_id="run_uninterrupted", doc_md=TASK_DOCS["run_uninterrupted"])
+        @task(task_id="run_uninterrupted", doc_md=TASK_DOCS["run_uninterrupted"], **crash_loop)
         def uninterrupted(**context: Any) -> None:
             def body(made: RecoveryPlan) -> None:
                 seconds = run_uninterrupted(made, spark_env(), spark_submit=find_spark_submit())
@@ -93,7 +109,7 @@ def build_recovery_dag(spec: Spec, *, root: Path, home: Callable[[], Path], **da
 
             step(context, body)
 
-        @task(task_id="run_crashed", doc_md=TASK_DOCS["run_crashed"])
+        @task(task_id="run_crashed", doc_md=TASK_DOCS["run_crashed"], **crash_loop)
         def crashed(**context: Any) -> None:
             def body(made: RecoveryPlan) -> None:
                 log = run_crashed(made, spark_env(), spark_submit=find_spark_submit())
@@ -103,7 +119,7 @@ def build_recovery_dag(spec: Spec, *, root: Path, home: Callable[[], Path], **da
 
             step(context, body)
 
-        @task(task_id="check", doc_md=TASK_DOCS["check"])
+        @task(task_id="check", doc_md=TASK_DOCS["check"], **crash_loop)
         def checked(**context: Any) -> None:
             def body(made: RecoveryPlan) -> None:
                 check(made, spark_env(), spark_submit=find_spark_submit(), db=None)
@@ -115,11 +131,8 @@ def build_recovery_dag(spec: Spec, *, root: Path, home: Callable[[], Path], **da
             made = recovery_plan(spec, context, root=root, home=home())
             with Store.open() as store:
                 decision = record_run_gate(store, made.run_id, spec)
-            print(f"parity: gate {'open' if decision.passed else 'closed'}: {decision.reason}")
-            if not decision.passed:
-                raise AirflowFailException(f"gate closed: {decision.reason}")
+            enforce_gate(decision.passed, decision.reason, spec.gate.on_closed)
 
-        assert spec.recovery is not None
         if spec.recovery.check == "differential":
             plan() >> uninterrupted() >> crashed() >> checked() >> gate()
         else:

@@ -10,6 +10,7 @@ Imported by the DAG files only (through ``parity.airflow.factory``), never by th
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -104,3 +105,27 @@ def fail_running_match(context: Any) -> None:
 def _section(spec: Spec, name: str) -> str:
     value = getattr(spec, name).model_dump(exclude_defaults=True, mode="json")
     return json.dumps(value, sort_keys=True)
+
+
+def spark_task_args(spec: Spec, *, at_least: dt.timedelta | None = None) -> dict[str, Any]:
+    """What every task that runs Spark jobs gets: a slot of the spec's pool (so that a
+    machine or cluster runs only as many Spark jobs as the pool has slots, whatever the
+    number of runs) and the spec's ``execution_timeout`` (no shorter than ``at_least``)."""
+    timeout = spec.airflow.execution_timeout()
+    if at_least is not None:
+        timeout = max(timeout, at_least)
+    return {"pool": spec.airflow.pool, "execution_timeout": timeout}
+
+
+def enforce_gate(passed: bool, reason: str, on_closed: str) -> None:
+    """The ``gate`` task's end: nothing when the gate is open. Closed, the task fails
+    (``gate.on_closed: fail``: the DAG run fails) or is skipped (``warn``: the DAG run
+    succeeds; a skipped gate is told apart from a failed job at a glance)."""
+    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+    print(f"parity: gate {'open' if passed else 'closed'}: {reason}")
+    if passed:
+        return
+    if on_closed == "warn":
+        raise AirflowSkipException(f"gate closed (gate.on_closed: warn): {reason}")
+    raise AirflowFailException(f"gate closed: {reason}")

@@ -1,18 +1,21 @@
 """``parity compare``: two outputs under a validation spec, on the core or on a local Spark.
 
     parity compare REFERENCE CANDIDATE --spec SPEC.yaml [--json] [--limit N]
-                   [--engine auto|core|spark]
+                   [--engine auto|core|spark] [--db URL]
 
 ``core`` streams both outputs through the matcher in this process
 (``matcher.files.compare``); ``spark`` matches them on a local Spark partitioned by the
 dependence key (``matcher.spark.outputs``); ``auto`` takes Spark when either output is a
-directory. Exit 0 equivalent, 1 divergent, 2 error.
+directory. Exit 0 equivalent, 1 divergent, 2 error. A spec with ``properties:`` is first held
+against the stored properties runs of its operators: a warning line on stderr for each it
+contradicts (``--db``: that store).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any, TextIO
 
 from matcher.arguments import whole_number
@@ -59,6 +62,12 @@ def add_compare_parser(commands: Any) -> None:
         "on a local Spark partitioned by the dependence key; auto (default): spark when "
         "either output is a directory, core otherwise",
     )
+    compare.add_argument(
+        "--db",
+        metavar="URL",
+        help="results database whose properties runs the spec's properties: are held "
+        "against (default: PARITY_DB_URL, ...)",
+    )
     compare.set_defaults(run=run_compare)
 
 
@@ -67,6 +76,8 @@ def add_compare_parser(commands: Any) -> None:
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
     spec = load_spec(args.spec)
+    for line in property_warnings(spec, getattr(args, "db", None)):
+        print(line, file=sys.stderr)
     try:
         return _run_compare(spec, args, out)
     except Exception as exc:  # a spec's function that raised is the user's to fix
@@ -76,6 +87,23 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
         if known is None or known is exc:
             raise
         raise known from exc
+
+
+def property_warnings(spec: Spec, db: str | None) -> list[str]:
+    """The spec held against the stored properties runs of its ``properties:`` operators
+    (``parity.views.properties``): a warning line each it contradicts. A spec without the
+    section never opens the store; a store that cannot be read warns of nothing (the
+    comparison does not need it)."""
+    if not spec.properties:
+        return []
+    from matcher.store import Store, StoreError
+    from parity.views.properties import spec_warnings
+
+    try:
+        with Store.open_readonly(db) as store:
+            return spec_warnings(spec, store)
+    except StoreError:
+        return []
 
 
 def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO) -> int:

@@ -8,6 +8,7 @@
                    [--limit N] [--json] [--db URL]                     (parity.cli.history)
     parity windows OUTPUT [--expected N] [--at-least-once] [--json]    (parity.cli.windows)
     parity recovery SPEC.yaml [--crashes N] [--seed S] [--kill K] ...  (parity.cli.recovery)
+    parity properties MODULE:FUNCTION --sample SAMPLE [--key COL ...] ... (parity.cli.properties)
     parity db upgrade [--db URL]                                       (parity.cli.store)
     parity runs expire [--db URL]                                      (parity.cli.store)
 
@@ -35,6 +36,7 @@ from parity import __version__
 from parity.cli.compare import EXIT_ERROR, add_compare_parser
 from parity.cli.gate import add_gate_command
 from parity.cli.history import add_history_parser
+from parity.cli.properties import add_properties_parser
 from parity.cli.recovery import add_recovery_parser
 from parity.cli.report import add_report_parser
 from parity.cli.store import add_store_commands
@@ -56,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_recovery_parser(commands)
     add_store_commands(commands)
     add_windows_parser(commands)
+    add_properties_parser(commands)
     return parser
 
 

@@ -7,10 +7,13 @@ their control characters (an escape sequence in a version label) rather than act
 
 from __future__ import annotations
 
+from typing import Any
+
 from matcher.gate import empty_outputs
 from matcher.store import RunRecord
 from matcher.verdict import EMPTY_WARNING
 from parity.views.printable import compact, printable
+from parity.views.properties import properties_document, property_rows
 from parity.views.report import data_docs_path
 from parity.views.report import recovery_view as _recovery
 
@@ -34,8 +37,12 @@ def render_summary(record: RunRecord) -> str:
             else f"finished {record.finished_at:%Y-%m-%d %H:%M:%S} UTC "
             f"after {record.duration.total_seconds():.1f}s"
         ),
-        f"counts: {counts} ({record.total_divergences} total)",
     ]
+    properties = properties_document(record)
+    if properties is None:
+        lines.append(f"counts: {counts} ({record.total_divergences} total)")
+    else:
+        lines.extend(_properties(properties))
     recovery = _recovery(record)
     if recovery is not None:
         c = recovery
@@ -72,6 +79,29 @@ def render_summary(record: RunRecord) -> str:
             f"(parity report {record.run_id} --html PATH shows them)"
         )
     return "".join(printable(line) + "\n" for line in lines)
+
+
+def _properties(document: dict[str, Any]) -> list[str]:
+    """What testing the operator found: each property, its class or key, and the shrunk
+    evidence input that makes it definite."""
+    key = document.get("key") or []
+    lines = [
+        f"properties: {document.get('operator')} ({document.get('shape')}), technique "
+        f"{document.get('technique')}, budget {document.get('budget')}, seed "
+        f"{document.get('seed')}" + (f", key {', '.join(map(str, key))}" if key else "")
+    ]
+    for row in property_rows(document):
+        found = "-" if row["found"] is None else "found" if row["found"] else "potentially not"
+        details = [row["state"]]
+        if row["key"]:
+            details.append(f"key {', '.join(map(str, row['key']))}")
+        if row["tests"]:
+            details.append(f"{row['tests']} test{'s' if row['tests'] != 1 else ''}")
+        lines.append(f"  {row['name']:<24}{found:<17}{', '.join(details)}")
+        if row["evidence"] is not None:
+            shrunk = "" if row["shrunk_from"] is None else f" (shrunk from {row['shrunk_from']})"
+            lines.append(f"    evidence input{shrunk}: {row['evidence']}")
+    return lines
 
 
 def _expectations(record: RunRecord) -> str:

@@ -81,7 +81,7 @@ def history_row(run: RunSummary) -> tuple[str, ...]:
             f"{run.reference_version or NONE} -> {run.candidate_version or NONE}",
             describe_slice(run.slice),
             run.verdict or run.status,
-            describe_counts(run.counts),
+            describe_divergences(run),
             describe_expectations(run),
             describe_duration(run.duration),
             run.run_id,
@@ -132,6 +132,12 @@ def _instant(value: Any) -> str:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def describe_divergences(run: RunSummary) -> str:
+    """The run's divergences (``describe_counts``); ``-`` for a properties run, which
+    compares nothing: its findings are in its report."""
+    return NONE if run.kind == "properties" else describe_counts(run.counts)
 
 
 def describe_counts(counts: Mapping[str, int]) -> str:

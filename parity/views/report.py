@@ -13,7 +13,9 @@ which divergences it explains; counts per kind; the schema findings (added, remo
 retyped, nullability, order; divergent or listed); per-side row, key and barrier counts; the
 columns that differed most; each witness as a side-by-side diff of the reference and the
 candidate event with the differing columns highlighted; the expectation results per suite
-with a link to the Great Expectations Data Docs.
+with a link to the Great Expectations Data Docs. A recovery run adds its crash log; a
+properties run (no verdict: it judges nothing) shows its properties instead of the
+divergence counts (``parity.views.properties``).
 
 The page needs no network: inline CSS, no script, no external resource. Every value that
 came from data (events, keys, column names, versions, errors, expectation results) is
@@ -38,10 +40,11 @@ import jinja2
 from matcher.gate import empty_outputs
 from matcher.serialize import json_safe
 from matcher.store import DATA_DOCS_DIR, ExpectationRecord, RunRecord, StoredDivergence
-from matcher.store.records import RECOVERY
+from matcher.store.records import PROPERTIES, RECOVERY
 from matcher.verdict import EMPTY_WARNING, KINDS
 from parity.views.printable import compact, printable
 from parity.views.printable import show as shown
+from parity.views.properties import properties_document, property_rows
 
 #: the ``links`` key whose URL replaces the default link to the Data Docs
 DATA_DOCS_LINK = "data_docs"
@@ -86,6 +89,8 @@ def report_document(record: RunRecord) -> dict[str, Any]:
         "warnings": [EMPTY_WARNING] if empty_outputs(record.stats) else [],
         "noise": _noise(record),
         "recovery": recovery_view(record),
+        # a properties run's report, as ``parity properties --json`` printed it
+        "properties": properties_document(record),
         "sides": _sides(record.stats),
         "stats": json_safe(record.stats),
         "column_stats": [
@@ -283,7 +288,18 @@ def render_report_html(record: RunRecord, *, links: Mapping[str, str] = {}) -> s
         scalar_stats=_scalar_stats(document["stats"]),
         noise_rows=_noise_rows(document["noise"]),
         schema_rows=_schema_rows(document["schema"]),
+        property_rows=[]
+        if document["properties"] is None
+        else property_rows(document["properties"]),
+        suggested_spec=_suggested_spec(record),
     )
+
+
+def _suggested_spec(record: RunRecord) -> str | None:
+    """A properties run's suggested spec sections (``parity properties --suggest-spec``)."""
+    stats = record.stats if isinstance(record.stats, Mapping) else {}
+    text = stats.get("suggested_spec")
+    return text if isinstance(text, str) and record.kind == PROPERTIES else None
 
 
 @cache

@@ -5,9 +5,12 @@ the Airflow UI route ``/plugin/parity`` (``URL_ROUTE``), which shows ``/parity/`
 iframe. A run id holds a ``/`` (``dag_id/dag_run_id``), so it travels percent-encoded as one
 path segment: ``/parity/runs/parity__taxi%2Fscheduled__2026-01-02``.
 
-``ParityRunLink`` is the "Parity run" button on the DAG's ``match`` task: a global operator
-extra link, computed by the API server when the task instance is shown (Airflow 3 stores
-links in XCom only for links the operator itself declares), so the DAG declares nothing.
+``ParityRunLink`` is the "Parity run" button on the tasks of Parity's own DAGs (``parity_*``)
+that produce or judge the run: ``match``, ``record`` and ``gate`` of a comparison, ``check``
+and ``gate`` of a recovery validation. It is a global operator extra link, computed by the
+API server when the task instance is shown (Airflow 3 stores links in XCom only for links
+the operator itself declares), so the DAG declares nothing; another DAG's task named
+``match`` gets none.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from urllib.parse import quote
 
 from airflow.sdk import BaseOperatorLink
 
-from matcher.store.run_ids import pipeline_run_id
+from matcher.store.run_ids import DAG_PREFIX, pipeline_run_id
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
@@ -27,8 +30,8 @@ if TYPE_CHECKING:
 MOUNT = "/parity"
 #: the Airflow UI route of the navigation entry: ``/plugin/parity``
 URL_ROUTE = "parity"
-#: the task whose instances get the "Parity run" link (also inside a task group)
-MATCH_TASK_ID = "match"
+#: the tasks whose instances get the "Parity run" link (also inside a task group)
+LINKED_TASKS = ("match", "record", "check", "gate")
 
 
 def segment(value: str) -> str:
@@ -51,22 +54,24 @@ def parity_run_id(dag_id: str, dag_run_id: str) -> str:
     return pipeline_run_id(dag_id, dag_run_id)
 
 
-def is_match_task(task_id: str) -> bool:
-    return task_id == MATCH_TASK_ID or task_id.endswith(f".{MATCH_TASK_ID}")
+def is_linked_task(dag_id: str, task_id: str) -> bool:
+    """A task of a Parity DAG that produces or judges its run."""
+    name = task_id.rsplit(".", 1)[-1]
+    return dag_id.startswith(DAG_PREFIX) and name in LINKED_TASKS
 
 
 def match_task_link(airflow_root: str, dag_id: str, task_id: str, dag_run_id: str) -> str:
     """The extra link of a task instance: its run page inside the Airflow UI (the
     navigation entry's iframe follows the path after ``/plugin/parity``), or ``""`` (no
-    link) for any task but ``match``."""
-    if not is_match_task(task_id):
+    link) for any other task and for other DAGs' tasks."""
+    if not is_linked_task(dag_id, task_id):
         return ""
     run_id = parity_run_id(dag_id, dag_run_id)
     return f"{airflow_root.rstrip('/')}/plugin/{URL_ROUTE}{MOUNT}/{run_path(run_id)}"
 
 
 class ParityRunLink(BaseOperatorLink):
-    """The "Parity run" button on a task instance of the ``match`` task."""
+    """The "Parity run" button on the linked tasks of Parity's DAGs."""
 
     name = "Parity run"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from matcher.store import RunSummary
+from matcher.store.records import PROPERTIES
 from parity.views.history import describe_counts
 from parity_ui.views import Roots, when
 
@@ -48,7 +49,8 @@ class TrendPoint:
 
 def trend_points(runs: Sequence[RunSummary]) -> list[TrendPoint]:
     """The finished runs among ``runs`` (newest first, as the store lists them), oldest
-    first; a run still running has no verdict yet and is left out."""
+    first; a run still running has no verdict yet and is left out, and so is a properties
+    run (a spec's operators re-tested under its name), which never has one."""
     return [
         TrendPoint(
             run_id=run.run_id,
@@ -59,7 +61,7 @@ def trend_points(runs: Sequence[RunSummary]) -> list[TrendPoint]:
             gate_passed=run.gate_passed,
         )
         for run in reversed(runs)
-        if run.status != "running"
+        if run.status != "running" and run.kind != PROPERTIES
     ]
 
 

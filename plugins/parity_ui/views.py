@@ -16,7 +16,7 @@ from matcher.schema import SchemaDiff
 from matcher.store import RunSummary
 from parity.views.history import (
     NONE,
-    describe_counts,
+    describe_divergences,
     describe_duration,
     describe_expectations,
     describe_slice,
@@ -89,7 +89,7 @@ def history_row(run: RunSummary, roots: Roots) -> HistoryRow:
         candidate_version=run.candidate_version or NONE,
         slice=describe_slice(run.slice),
         verdict=run.verdict or run.status,
-        counts=describe_counts(run.counts),
+        counts=describe_divergences(run),
         total_divergences=run.total_divergences,
         expectations=describe_expectations(run),
         expectations_state="none" if passed is None else "passed" if passed else "failed",

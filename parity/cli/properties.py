@@ -1,0 +1,227 @@
+"""``parity properties``: test an operator for six properties (``parity.properties``).
+
+    parity properties MODULE:FUNCTION --sample SAMPLE [--sample-right SAMPLE] [--key COL ...]
+                      [--shape dataframe|stream|pair] [--technique T] [--budget N] [--seed S]
+                      [--evidence-dir DIR] [--blocking-limit SECONDS] [--json] [--suggest-spec]
+                      [--db URL] [--home DIR] [--no-store] [--run-id ID] [--validation NAME]
+
+SAMPLE (JSON lines, CSV or Parquet) is the operator's input; for ``--shape pair`` it is
+port 0's (left) input and ``--sample-right`` port 1's (right; without it, both ports take
+rows of SAMPLE's schema). The run is stored as kind ``properties`` (``parity.cli.property_runs``;
+``--no-store``: not), its id printed on stderr. Exit 0 when it ran, whatever it found; 2 on
+bad input::
+
+    nondeterminism          potentially deterministic (30 tests, 0.01 s)
+    statefulness            definitely stateful (1 test, 0.00 s)
+      evidence: firings 0 and 2 of the same input differ
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from matcher.errors import InputError
+from parity.cli.property_runs import Storage, store_report
+from parity.properties.generation import CHOICES, evidence_path, parse_technique, save_evidence
+from parity.properties.loading import load_subject, reused_tests
+from parity.properties.operators import BLOCKING_LIMIT, SHAPES
+from parity.properties.properties import PROPERTIES, Context
+from parity.properties.runner import Outcome, Plan, Report, check_operator, technique_label
+from parity.properties.suggest import suggest_spec
+from parity.views.properties import WORDS
+
+EXIT_RAN = 0
+DEFAULT_BUDGET = 30
+
+
+def add_properties_parser(commands: Any) -> None:
+    """Register ``properties`` on the ``parity`` command's subparsers."""
+    parser = commands.add_parser(
+        "properties",
+        help="test an operator for non-determinism, selectivity, blocking, statefulness, "
+        "non-commutativity and partition-interference",
+        description="Generate tests for an operator (module:function) from a sample of its "
+        "input and look for evidence of six properties (Xu, Hirzel et al.). Exit 0 when it "
+        "ran, 2 on bad input.",
+    )
+    parser.add_argument("operator", metavar="MODULE:FUNCTION", help="the operator under test")
+    parser.add_argument("--sample", required=True, metavar="SAMPLE", help="its input's sample")
+    parser.add_argument("--sample-right", metavar="SAMPLE", help="port 1's sample (--shape pair)")
+    parser.add_argument(
+        "--key", action="append", default=[], metavar="COL", help="partitioning key column"
+    )
+    parser.add_argument("--shape", choices=SHAPES, help="the operator's shape (default: guessed)")
+    parser.add_argument(
+        "--technique",
+        default="hybrid",
+        metavar="T",
+        help=f"{', '.join(CHOICES)}, or BASE+mutation+reuse (default hybrid)",
+    )
+    parser.add_argument(
+        "--budget",
+        type=_whole(1),
+        default=DEFAULT_BUDGET,
+        metavar="N",
+        help=f"tests per property and technique (default {DEFAULT_BUDGET})",
+    )
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="randomness (default 0)")
+    parser.add_argument(
+        "--evidence-dir",
+        metavar="DIR",
+        help="where evidence inputs are kept for reuse (default $PARITY_HOME/properties)",
+    )
+    parser.add_argument(
+        "--blocking-limit",
+        type=float,
+        default=BLOCKING_LIMIT,
+        metavar="SECONDS",
+        help=f"a firing that takes longer is blocked (default {BLOCKING_LIMIT})",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    stored = parser.add_argument_group(
+        "storing the run",
+        "The run is stored (kind properties) and its id printed on stderr: parity history "
+        "lists it, parity report RUN_ID shows it.",
+    )
+    stored.add_argument("--db", metavar="URL", help="results database (default: PARITY_DB_URL)")
+    stored.add_argument(
+        "--home",
+        metavar="DIR",
+        help="instead of $PARITY_HOME: the evidence files and the default database live here",
+    )
+    stored.add_argument("--no-store", action="store_true", help="do not store the run")
+    stored.add_argument("--run-id", metavar="ID", help="the stored run's id (default: new)")
+    stored.add_argument(
+        "--validation", metavar="NAME", help="the stored run's name (default: the operator)"
+    )
+    for option, what in (
+        ("--trigger", "how it was started (default cli)"),
+        ("--dag-id", "the Airflow DAG that ran it"),
+        ("--dag-run-id", "the Airflow DAG run"),
+        ("--spec-file", "the spec whose properties: listed the operator"),
+    ):
+        stored.add_argument(option, metavar="TEXT", help=what)
+    parser.add_argument(
+        "--suggest-spec",
+        action="store_true",
+        help="print the dependence, equality and noise sections the properties imply",
+    )
+    parser.set_defaults(run=run_properties)
+
+
+def _whole(least: int) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
+        return value
+
+    return parse
+
+
+def run_properties(args: argparse.Namespace, out: TextIO) -> int:
+    import random
+
+    started = dt.datetime.now(dt.UTC)
+    techniques = parse_technique(args.technique)
+    if args.blocking_limit <= 0:
+        raise InputError("--blocking-limit: expected a number of seconds > 0")
+    samples = [args.sample] + ([args.sample_right] if args.sample_right else [])
+    subject = load_subject(args.operator, samples, args.key, args.shape, args.blocking_limit)
+    evidence_dir = args.evidence_dir or (
+        str(Path(args.home).expanduser() / "properties") if args.home else None
+    )
+    reused = reused_tests(evidence_dir, args.operator, subject.domains)
+    plan = Plan(techniques, args.budget, args.seed, subject.domains, tuple(reused))
+    context = Context(subject.operator, tuple(args.key), random.Random(args.seed))
+    report = check_operator(context, plan, technique_label(techniques))
+    found = report.evidence_tests()
+    if found:
+        save_evidence(evidence_path(evidence_dir, args.operator), args.operator, found)
+    if not args.no_store:
+        storage = _storage(args, started)
+        run_id = store_report(report, storage, samples, _output_columns(report))
+        print(f"properties: stored run {run_id} (parity report {run_id})", file=sys.stderr)
+    if args.json:
+        document = report.to_dict()
+        if args.suggest_spec:
+            document["suggested_spec"] = suggest_spec(report, _output_columns(report))
+        out.write(json.dumps(document, ensure_ascii=False, default=str) + "\n")
+    else:
+        out.write("".join(f"{line}\n" for line in render_text(report)))
+        if args.suggest_spec:
+            out.write("\n" + suggest_spec(report, _output_columns(report)))
+    out.flush()
+    return EXIT_RAN
+
+
+def _storage(args: argparse.Namespace, started: dt.datetime) -> Storage:
+    return Storage(
+        db=args.db,
+        home=None if args.home is None else Path(args.home).expanduser(),
+        run_id=args.run_id,
+        validation=args.validation,
+        trigger=args.trigger or "cli",
+        dag_id=args.dag_id,
+        dag_run_id=args.dag_run_id,
+        spec_file=args.spec_file,
+        started_at=started,
+    )
+
+
+def _output_columns(report: Report) -> list[str] | None:
+    """The output's column names, from any evidence's outputs (None if never seen)."""
+    for outcome in report.properties.values():
+        for rows in _outputs_in(outcome.evidence):
+            if rows and all(isinstance(r, dict) for r in rows):
+                return list(rows[0])
+    return None
+
+
+def _outputs_in(evidence: Any) -> list[list[Any]]:
+    if not isinstance(evidence, dict):
+        return []
+    found = [v for k, v in evidence.items() if k.startswith("output") and isinstance(v, list)]
+    found += [r.get("output", []) for r in evidence.get("runs", []) if isinstance(r, dict)]
+    found += [o for o in evidence.get("outputs", []) if isinstance(o, list)]
+    return found
+
+
+def render_text(report: Report) -> list[str]:
+    keys = f", key {', '.join(report.keys)}" if report.keys else ""
+    lines = [
+        f"parity properties: {report.operator} ({report.shape}), technique {report.technique}, "
+        f"budget {report.budget}, seed {report.seed}{keys}"
+    ]
+    for name in PROPERTIES:
+        outcome = report.properties[name]
+        lines.append(f"  {name:<24}{_verdict(outcome)}")
+        if outcome.found and outcome.evidence is not None and "inferred" not in outcome.extra:
+            shown = json.dumps(outcome.evidence.get("input"), default=str)
+            lines.append(f"    evidence input: {shown}")
+    lines.append(f"({report.seconds:.1f} s)")
+    return lines
+
+
+def _verdict(outcome: Outcome) -> str:
+    if not outcome.applicable:
+        return f"not applicable: {outcome.extra.get('reason')}"
+    if "undetermined" in outcome.extra:
+        return f"undetermined: {outcome.extra['undetermined']}"
+    if "inferred" in outcome.extra:
+        word = "stateful" if outcome.found else "commutative / partition-isolated"
+        return f"{word}: {outcome.extra['inferred']}"
+    timing = f"({outcome.tests} test{'s' if outcome.tests != 1 else ''}, {outcome.seconds:.2f} s)"
+    if outcome.name == "selectivity":
+        certainty = "definitely" if outcome.extra.get("class") == "prolific" else "potentially"
+        return f"{certainty} {outcome.extra.get('class')} {timing}"
+    yes, no = WORDS[outcome.name]
+    return f"{yes if outcome.found else no} {timing}"

@@ -1,0 +1,147 @@
+"""The DataFrame shapes: ``f(df) -> DataFrame`` and ``f(left, right) -> DataFrame``, run on
+one local SparkSession for the whole command (``local[2]``, no UI, few shuffle partitions).
+
+A DataFrame operator sees its whole input at once: there are no firings to tell apart and no
+punctuations, and Spark defines no row order, so outputs are compared as multisets. A test's
+rows become a DataFrame in one partition in list order (``coalesce(1)``: the input's order
+is what the operator sees), or, for non-determinism, ``repartition(n)`` (round robin: the
+same rows, scattered) with another ``spark.sql.shuffle.partitions``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from parity.properties.elements import Element, Run, freeze, sorted_bag
+from parity.properties.operators import CANONICAL, Physical
+from parity.properties.samples import Sample
+
+_SPARK_TYPES: dict[str, DataType] = {
+    "int": LongType(),
+    "float": DoubleType(),
+    "str": StringType(),
+    "bool": BooleanType(),
+    "datetime": TimestampType(),
+    "date": DateType(),
+}
+
+
+def local_session() -> SparkSession:
+    """The session every DataFrame run shares: the active one if there is one (a test's),
+    else ``local[2]`` without a UI, two shuffle partitions and no adaptive coalescing (so a
+    shuffle keeps the partition count a run asks for)."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("parity-properties")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.adaptive.enabled", "false")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def spark_schema(spark: SparkSession, sample: Sample) -> StructType:
+    """The sample's schema for Spark: Parquet's own; otherwise from the inferred types, and
+    nested columns as Spark infers them from the sample's values."""
+    if sample.path.endswith(".parquet") or _is_parquet_dir(sample.path):
+        schema: StructType = spark.read.parquet(sample.path).schema
+        return schema
+    fields = []
+    for column in sample.columns:
+        kind = sample.types[column]
+        if kind in _SPARK_TYPES:
+            fields.append(StructField(column, _SPARK_TYPES[kind], True))
+        else:
+            values = [(r.get(column),) for r in sample.rows[:100] if r.get(column) is not None]
+            inferred = spark.createDataFrame(values, [column]).schema[column].dataType
+            fields.append(StructField(column, inferred, True))
+    return StructType(fields)
+
+
+def _is_parquet_dir(path: str) -> bool:
+    return os.path.isdir(path) and any(n.endswith(".parquet") for n in os.listdir(path))
+
+
+@dataclass(frozen=True, slots=True)
+class FrameOperator:
+    """``f(df)`` (one port) or ``f(left, right)`` (two ports) on DataFrames."""
+
+    ref: str
+    shape: str
+    target: Callable[..., DataFrame]
+    spark: SparkSession
+    schemas: tuple[StructType, ...]
+    punctuates: bool = False
+    fires: bool = False
+
+    @property
+    def ports(self) -> int:
+        return len(self.schemas)
+
+    def frame(self, rows: Sequence[Element], port: int, physical: Physical) -> DataFrame:
+        schema = self.schemas[port]
+        data = [_coerce(e.item or {}, schema) for e in rows if e.port == port and e.item]
+        df = self.spark.createDataFrame(data, schema, verifySchema=False)
+        if physical.partitions == 1:
+            return df.coalesce(1)
+        # Rows scattered over partitions and shuffled within them: the arrival order a
+        # cluster's shuffle gives, which depends on which map tasks finish first.
+        seed = physical.partitions * 31 + physical.shuffle_partitions
+        return df.repartition(physical.partitions).sortWithinPartitions(F.rand(seed))
+
+    def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run:
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(physical.shuffle_partitions))
+        frames = [self.frame(test, port, physical) for port in range(self.ports)]
+        try:
+            result = self.target(*frames)
+            if not isinstance(result, DataFrame):
+                return Run(output=(), error=f"returned {type(result).__name__}, not a DataFrame")
+            rows = result.collect()
+        except Exception as exc:
+            text = " ".join(str(exc).split())[:300]
+            return Run(output=(), error=f"{type(exc).__name__}: {text}")
+        finally:
+            self.spark.conf.set("spark.sql.shuffle.partitions", str(CANONICAL.shuffle_partitions))
+        return Run(output=sorted_bag(freeze(row.asDict(recursive=True)) for row in rows))
+
+
+def _coerce(item: Any, schema: StructType) -> tuple[Any, ...]:
+    values = []
+    for struct_field in schema.fields:
+        value = item.get(struct_field.name)
+        if value is not None and isinstance(struct_field.dataType, DoubleType):
+            value = float(value)
+        elif (
+            value is not None
+            and isinstance(struct_field.dataType, LongType)
+            and isinstance(value, float)
+        ):
+            value = int(value)
+        values.append(value)
+    return tuple(values)

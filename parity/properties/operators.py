@@ -1,0 +1,324 @@
+"""The operator under test, named ``module:function``, as one of three shapes.
+
+``stream``
+    A per-item operator, run in this process:
+
+    * an object with ``process(item) -> iterable`` and an optional ``flush() -> iterable``
+      (the punctuation hook: the end of a window or of a micro-batch), or a class or
+      zero-argument factory returning one (a fresh instance per run, as each Spark task
+      deserialises its own copy; a module-level instance is deep-copied per run);
+    * a ``mapPartitions`` function ``f(rows) -> iterator`` (a generator over its
+      partition's rows, e.g. ``jobs.examples.taxi:track``): an output belongs to the firing
+      of the last row the function had pulled when it yielded it, and what it yields after
+      the rows run out belongs to the punctuation (the partition's end). A test with
+      several windows runs the function once per window, as Spark does per partition.
+
+    Items are ``pyspark.sql.Row`` objects, as ``mapPartitions`` hands them (``row.col`` and
+    ``row["col"]``). Every output is one data item.
+``pair``
+    A two-input operator: an object with ``process(port, item)`` (ports 0 and 1; optional
+    ``flush()`` or ``flush(port)``), each call run under the blocking time limit; or a
+    function ``f(left, right) -> DataFrame`` on two DataFrames (``frames``).
+``dataframe``
+    A transformation ``f(df) -> DataFrame`` run on a local SparkSession (``frames``).
+
+Without ``--shape``: an object or class with ``process`` is ``stream`` (``pair`` when
+``process`` takes a port too), a generator function is ``stream``, a function of two
+arguments is ``pair`` and any other function ``dataframe``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import inspect
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pyspark.sql import Row
+
+from matcher.errors import InputError
+from parity.properties.elements import Element, Run, freeze
+
+SHAPES = ("dataframe", "stream", "pair")
+#: the paper's blockingTimeLimit (two seconds: one was too short for its operators)
+BLOCKING_LIMIT = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Physical:
+    """How a test is run, apart from its input: what non-determinism varies. ``delays`` are
+    seconds slept before each element (streams); ``partitions`` and ``shuffle_partitions``
+    lay a DataFrame out (``partitions`` 1 keeps the input's order in one partition)."""
+
+    partitions: int = 1
+    shuffle_partitions: int = 2
+    delays: tuple[float, ...] = ()
+
+    def describe(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {
+            "partitions": self.partitions,
+            "shuffle_partitions": self.shuffle_partitions,
+        }
+        if any(self.delays):
+            shown["delays_seconds"] = [round(d, 3) for d in self.delays]
+        return shown
+
+
+CANONICAL = Physical()
+
+
+class Operator(Protocol):
+    """The one-method contract every shape keeps: run a test, get its outputs."""
+
+    @property
+    def ref(self) -> str: ...
+    @property
+    def shape(self) -> str: ...
+    @property
+    def ports(self) -> int: ...
+    @property
+    def punctuates(self) -> bool: ...
+    @property
+    def fires(self) -> bool: ...
+    @property
+    def target(self) -> Any: ...
+
+    def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run: ...
+
+
+def import_target(ref: str) -> Any:
+    """Import ``module:attribute`` (also from the current directory); one-line errors."""
+    module_name, sep, attribute = ref.partition(":")
+    if not sep or not module_name or not attribute:
+        raise InputError(f"{ref}: expected MODULE:FUNCTION (e.g. jobs.examples.taxi:track)")
+    if "" not in sys.path and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise InputError(
+            f"{ref}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    target: Any = module
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise InputError(f"{ref}: module {module_name!r} has no attribute {attribute!r}")
+        target = getattr(target, part)
+    return target
+
+
+def detect_shape(target: Any) -> str:
+    process = process_of(target)
+    if process is not None:
+        return "pair" if _arity(process) >= 2 else "stream"
+    if not callable(target):
+        raise InputError("the operator is neither callable nor has a process() method")
+    if inspect.isgeneratorfunction(target):
+        return "stream"
+    return "pair" if _arity(target) == 2 else "dataframe"
+
+
+def stream_operator(ref: str, target: Any, shape: str, blocking_limit: float) -> Operator:
+    """The ``stream`` shape or the object form of ``pair`` (``frames`` has the others)."""
+    process = process_of(target)
+    if process is not None:
+        ports = 2 if _arity(process) >= 2 else 1
+        if shape == "pair" and ports != 2:
+            raise InputError(f"{ref}: --shape pair needs process(port, item)")
+        if shape == "stream" and ports != 1:
+            raise InputError(f"{ref}: process() takes a port: use --shape pair")
+        return ObjectOperator(ref, shape, target, ports, blocking_limit)
+    if shape == "pair":
+        raise InputError(f"{ref}: a pair object needs process(port, item)")
+    if not callable(target) or _arity(target) < 1:
+        raise InputError(f"{ref}: a stream operator needs process(item) or f(rows)")
+    return PartitionOperator(ref, target)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectOperator:
+    """An object with ``process`` (and maybe ``flush``), one fresh instance per run."""
+
+    ref: str
+    shape: str
+    target: Any
+    ports: int
+    blocking_limit: float = BLOCKING_LIMIT
+    fires: bool = True
+
+    @property
+    def punctuates(self) -> bool:
+        return callable(getattr(self._sample_instance(), "flush", None))
+
+    def _sample_instance(self) -> Any:
+        return self.target() if _is_factory(self.target) else self.target
+
+    def fresh(self) -> Any:
+        if _is_factory(self.target):
+            return self.target()
+        return copy.deepcopy(self.target)
+
+    def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run:
+        instance = self.fresh()
+        firings: list[tuple[Any, ...]] = []
+        timed = self.ports == 2
+        for position, element in enumerate(test):
+            _delay(physical, position)
+            call = _firing(instance, element, self.ports)
+            if timed:
+                done, outputs, error = _timed(call, self.blocking_limit)
+                if not done:
+                    return _run(firings, stalled_at=position)
+            else:
+                outputs, error = _untimed(call)
+            if error is not None:
+                return _run(firings, error=error)
+            firings.append(outputs)
+        return _run(firings)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionOperator:
+    """A ``mapPartitions`` function; every window (up to a punctuation) is one partition."""
+
+    ref: str
+    target: Callable[[Iterable[Any]], Iterable[Any]]
+    shape: str = "stream"
+    ports: int = 1
+    punctuates: bool = True
+    fires: bool = True
+
+    def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run:
+        firings: list[tuple[Any, ...]] = []
+        window: list[tuple[int, Element]] = []
+        for position, element in enumerate(test):
+            if element.is_punctuation:
+                outputs, end, error = self._partition(window, physical)
+                if error is not None:
+                    return _run(firings, error=error)
+                firings.extend(outputs)
+                firings.append(end)
+                window = []
+            else:
+                window.append((position, element))
+        if window:  # a partition always ends: its end outputs go with its last item
+            outputs, end, error = self._partition(window, physical)
+            if error is not None:
+                return _run(firings, error=error)
+            outputs[-1] = outputs[-1] + end
+            firings.extend(outputs)
+        return _run(firings)
+
+    def _partition(
+        self, window: list[tuple[int, Element]], physical: Physical
+    ) -> tuple[list[tuple[Any, ...]], tuple[Any, ...], str | None]:
+        per_item: list[list[Any]] = [[] for _ in window]
+        end: list[Any] = []
+        pulled = 0
+
+        def rows() -> Iterator[Any]:
+            nonlocal pulled
+            for position, element in window:
+                _delay(physical, position)
+                pulled += 1
+                yield _row(element)
+            pulled += 1
+
+        try:
+            for output in self.target(rows()):
+                target = end if pulled > len(window) else per_item[max(pulled - 1, 0)]
+                target.append(freeze(output))
+        except Exception as exc:
+            return [], (), f"{type(exc).__name__}: {exc}"
+        return [tuple(o) for o in per_item], tuple(end), None
+
+
+def _firing(instance: Any, element: Element, ports: int) -> Callable[[], Any]:
+    if element.item is None:
+        flush = getattr(instance, "flush", None)
+        if flush is None:
+            return lambda: ()
+        if ports == 2 and _arity(flush) >= 1:
+            return lambda: flush(element.port)
+        return lambda: flush()
+    row = _row(element)
+    if ports == 2:
+        return lambda: instance.process(element.port, row)
+    return lambda: instance.process(row)
+
+
+def _untimed(call: Callable[[], Any]) -> tuple[tuple[Any, ...], str | None]:
+    try:
+        return tuple(freeze(o) for o in (call() or ())), None
+    except Exception as exc:
+        return (), f"{type(exc).__name__}: {exc}"
+
+
+def _timed(call: Callable[[], Any], limit: float) -> tuple[bool, tuple[Any, ...], str | None]:
+    """Run one firing on a daemon thread; not done within ``limit`` seconds is a stall (the
+    paper checks that the Controller's submit returns within blockingTimeLimit). A stalled
+    thread is left to finish or wait on its own: it cannot be interrupted."""
+    box: list[tuple[tuple[Any, ...], str | None]] = []
+    thread = threading.Thread(target=lambda: box.append(_untimed(call)), daemon=True)
+    thread.start()
+    thread.join(limit)
+    if not box:
+        return False, (), None
+    return True, box[0][0], box[0][1]
+
+
+def _run(
+    firings: list[tuple[Any, ...]], stalled_at: int | None = None, error: str | None = None
+) -> Run:
+    output = tuple(o for firing in firings for o in firing)
+    return Run(output=output, firings=tuple(firings), stalled_at=stalled_at, error=error)
+
+
+def _delay(physical: Physical, position: int) -> None:
+    if position < len(physical.delays) and physical.delays[position] > 0:
+        time.sleep(physical.delays[position])
+
+
+def _row(element: Element) -> Any:
+    assert element.item is not None
+    return Row(**dict(element.item))
+
+
+def process_of(target: Any) -> Any:
+    """The ``process`` method of the target, of its class, or of what its factory makes."""
+    if inspect.isclass(target) or hasattr(target, "process"):
+        return getattr(target, "process", None)
+    if callable(target) and not inspect.isgeneratorfunction(target) and _arity(target) == 0:
+        try:
+            product = target()
+        except Exception as exc:
+            raise InputError(f"the operator's factory raised {type(exc).__name__}: {exc}") from exc
+        return getattr(product, "process", None)
+    return None
+
+
+def _is_factory(target: Any) -> bool:
+    if inspect.isclass(target):
+        return True
+    return callable(target) and not hasattr(target, "process") and _arity(target) == 0
+
+
+def _arity(function: Any) -> int:
+    """Required positional parameters (``self`` not counted for bound methods)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return 1
+    return sum(
+        1
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        and p.default is p.empty
+        and p.name != "self"
+    )
