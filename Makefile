@@ -4,7 +4,7 @@
 #   make demo    install, then run every bundled validation through Airflow; print the verdicts
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
-#   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (hours)
+#   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
 #   make fmt     format and auto-fix
 #   make lock    re-resolve uv.lock after editing dependencies in pyproject.toml
