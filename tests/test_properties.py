@@ -25,7 +25,7 @@ from parity.properties.suggest import suggest_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 ITEMS = str(ROOT / "jobs/examples/operators/items.jsonl")
-DATA = ROOT / "tests/data/properties"
+DATA = ROOT / "examples/properties"
 STREAMS = [k for k in KNOWN if k.shape == "stream"]
 
 

@@ -25,7 +25,7 @@ from parity.airflow.properties import properties_command, properties_run_id
 pytest_plugins = ("airflow_fixtures",)
 
 OPERATOR = "jobs.examples.taxi:track"
-SAMPLE = "tests/data/properties/taxi.jsonl"
+SAMPLE = "examples/properties/taxi.jsonl"
 SPEC = """\
 name: taxi_props
 reference: {application: tests/pipelines/relay.py}

@@ -31,7 +31,7 @@ pytest_plugins = ["store_fixtures"]
 
 ROOT = Path(__file__).resolve().parent.parent
 OPERATOR = "jobs.examples.taxi:track"
-SAMPLE = "tests/data/properties/taxi.jsonl"
+SAMPLE = "examples/properties/taxi.jsonl"
 STARTED = dt.datetime(2026, 3, 1, 2, 0, 0, tzinfo=dt.UTC)
 HOSTILE = "<script>alert(1)</script>\x1b[31mred"
 

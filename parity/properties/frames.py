@@ -14,10 +14,13 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BooleanType,
     DataType,
@@ -107,7 +110,7 @@ class FrameOperator:
     def frame(self, rows: Sequence[Element], port: int, physical: Physical) -> DataFrame:
         schema = self.schemas[port]
         data = [_coerce(e.item or {}, schema) for e in rows if e.port == port and e.item]
-        df = self.spark.createDataFrame(data, schema, verifySchema=False)
+        df = self._local(data, schema)
         if physical.partitions == 1:
             return df.coalesce(1)
         # Rows scattered over partitions and shuffled within them: the arrival order a
@@ -127,8 +130,37 @@ class FrameOperator:
             text = " ".join(str(exc).split())[:300]
             return Run(output=(), error=f"{type(exc).__name__}: {text}")
         finally:
-            self.spark.conf.set("spark.sql.shuffle.partitions", str(CANONICAL.shuffle_partitions))
+            self._reset()
         return Run(output=sorted_bag(freeze(row.asDict(recursive=True)) for row in rows))
+
+    def _local(self, data: list[tuple[Any, ...]], schema: StructType) -> DataFrame:
+        """The rows as a DataFrame: through Arrow, which the JVM reads on its own (a
+        DataFrame made from Python rows runs a Python worker in every job that reads it,
+        which made a test about three times slower), or from the rows where Arrow cannot hold
+        a type."""
+        try:
+            arrow_schema = to_arrow_schema(schema, timezone=self._timezone())
+            columns = schema.names
+            table = pa.Table.from_pylist(
+                [dict(zip(columns, map(_aware, row), strict=True)) for row in data],
+                schema=arrow_schema,
+            )
+            return self.spark.createDataFrame(table, schema)
+        except Exception:
+            return self.spark.createDataFrame(data, schema, verifySchema=False)
+
+    def _timezone(self) -> str:
+        return self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
+
+    def _reset(self) -> None:
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(CANONICAL.shuffle_partitions))
+
+
+def _aware(value: Any) -> Any:
+    """A naive time as the local time it means to Spark's own conversion of Python rows."""
+    if isinstance(value, datetime) and value.tzinfo is None:
+        return value.astimezone()
+    return value
 
 
 def _coerce(item: Any, schema: StructType) -> tuple[Any, ...]:

@@ -260,9 +260,18 @@ def _blocks_again(context: Context, test: Test, port: int) -> Mapping[str, Any] 
 def statefulness_generate(context: Context, generator: Generator, size: int) -> Test:
     """The same item repeated (Table I: "all d values the same, for simplicity"), or, every
     other test, a list of items twice over: every input then fires twice, and a firing that
-    depends on what came before shows as two firings of one input with different outputs."""
+    depends on what came before shows as two firings of one input with different outputs.
+
+    A DataFrame operator has no firings: its state shows as a whole input whose output is
+    not the union of each row's alone, and Spark keeps state per group, so a list twice over
+    is, with a key, a list of one key's rows (``dropDuplicates``, a per-key sum, a session
+    window all need two rows of a group to show it; two rows drawn at random rarely share
+    one)."""
     base = generator.base(max(2, size // 2 + 1))
     if context.rng.random() < 0.5 and len({repr(e) for e in base}) > 1:
+        if not context.operator.fires and context.keys and base[0].item is not None:
+            group = {k: base[0].item.get(k) for k in context.keys}
+            base = tuple(generator.item(e.port, fixed=group) for e in base)
         return punctuate(context, base + base, every=True)
     return punctuate(context, tuple(base[0] for _ in range(max(2, size))), every=True)
 
