@@ -42,7 +42,7 @@ from matcher.store.config import database_url
 from matcher.store.engine import WRITE_OPTION, create_store_engine, is_in_memory, sqlite_file
 from matcher.store.errors import StoreError, UnknownRunError, describe, masked
 from matcher.store.lease import lease_expired_reason, lease_seconds
-from matcher.store.migrate import current_revision, head_revision, upgrade
+from matcher.store.migrate import HEAD, current_revision, upgrade
 from matcher.store.models import ColumnStatRow, DivergenceRow, ExpectationResultRow, Run
 from matcher.store.records import (
     GATED_KINDS,
@@ -102,7 +102,7 @@ class Store:
 
     def check_revision(self) -> None:
         """Raise ``StoreError`` unless the schema is at this Parity's newest revision."""
-        head = head_revision()
+        head = HEAD
         path = sqlite_file(self._url)
         if path is not None and not path.is_file():
             raise StoreError(

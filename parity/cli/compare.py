@@ -23,11 +23,11 @@ from matcher.errors import InputError
 from matcher.files.compare import compare_files
 from matcher.spec import Spec, load_spec
 from matcher.verdict import Verdict
+from parity.cli.commands import SUMMARY
 from parity.cli.render import Comparison, render_json, render_text
 
 EXIT_EQUIVALENT = 0
 EXIT_DIVERGENT = 1
-EXIT_ERROR = 2
 DEFAULT_LIMIT = 10
 
 
@@ -35,7 +35,7 @@ def add_compare_parser(commands: Any) -> None:
     """Register ``compare`` on the ``parity`` command's subparsers."""
     compare = commands.add_parser(
         "compare",
-        help="compare two outputs under a validation spec",
+        help=SUMMARY["compare"],
         description="Compare two outputs (files or Spark output directories) under the "
         "dependence and equality of a validation spec. Exit 0 if equivalent, 1 if "
         "divergent, 2 on error.",

@@ -14,6 +14,7 @@ import json
 from typing import Any, TextIO
 
 from matcher.store import Store
+from parity.cli.commands import SUMMARY
 from parity.views.gate import GateStatus, gate_status
 
 
@@ -21,7 +22,7 @@ def add_gate_command(commands: Any) -> None:
     """Register ``parity gate`` on the ``parity`` command's subparsers."""
     gate = commands.add_parser(
         "gate",
-        help="does the latest completed run of a validation pass its deploy gate?",
+        help=SUMMARY["gate"],
         description="Exit 0 if the latest completed run of VALIDATION (of the candidate "
         "VERSION, when given) passes the gate, 1 if it does not, 2 if there is no "
         "completed run; print why.",

@@ -14,6 +14,7 @@ import json
 from typing import Any, TextIO
 
 from matcher.arguments import whole_number
+from parity.cli.commands import SUMMARY
 from parity.views.history import DEFAULT_LIMIT, VERDICTS, history_entry, history_row, render_table
 
 
@@ -21,7 +22,7 @@ def add_history_parser(commands: Any) -> None:
     """Register ``history`` on the ``parity`` command's subparsers."""
     history = commands.add_parser(
         "history",
-        help="list recorded runs, newest first",
+        help=SUMMARY["history"],
         description="List the runs in the results store, newest first.",
     )
     history.add_argument("--validation", metavar="V", help="only this validation's runs")

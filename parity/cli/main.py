@@ -26,6 +26,7 @@ Subcommands are subparsers so that ``gate``, ``report`` and ``history`` can join
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -33,17 +34,14 @@ from typing import TextIO
 
 from matcher.errors import ParityError
 from parity import __version__
-from parity.cli.compare import EXIT_ERROR, add_compare_parser
-from parity.cli.gate import add_gate_command
-from parity.cli.history import add_history_parser
-from parity.cli.properties import add_properties_parser
-from parity.cli.recovery import add_recovery_parser
-from parity.cli.report import add_report_parser
-from parity.cli.store import add_store_commands
-from parity.cli.windows import add_windows_parser
+from parity.cli.commands import COMMANDS, EXIT_ERROR, SUMMARY
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``parity`` parser. Only ``command``'s own parser is built for real, importing its
+    module; every other subcommand is a name and its help line, so that ``parity
+    --version``, ``--help`` and ``history`` do not pay for PySpark or the comparison's
+    imports. ``None`` (no subcommand given) builds none."""
     parser = argparse.ArgumentParser(
         prog="parity",
         description="Decide whether a candidate pipeline's output is equivalent to the "
@@ -51,22 +49,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"parity {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_compare_parser(commands)
-    add_gate_command(commands)
-    add_report_parser(commands)
-    add_history_parser(commands)
-    add_recovery_parser(commands)
-    add_store_commands(commands)
-    add_windows_parser(commands)
-    add_properties_parser(commands)
+    chosen = COMMANDS.get(command) if command else None
+    for name, entry in COMMANDS.items():
+        if entry != chosen:
+            commands.add_parser(name, help=SUMMARY[name])
+        elif name not in commands.choices:  # one function may add several (db, runs)
+            module, function = entry
+            getattr(importlib.import_module(module), function)(commands)
     return parser
+
+
+def _command_of(arguments: Sequence[str]) -> str | None:
+    """The subcommand named: the first argument that is not an option (``parity`` itself
+    takes no option with a value)."""
+    first = next((a for a in arguments if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
     arguments = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser().parse_args(arguments)
+        args = build_parser(_command_of(arguments)).parse_args(arguments)
     except SystemExit as exc:  # --help, --version and usage errors (argparse exits 2)
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from matcher.errors import InputError
+from parity.cli.commands import SUMMARY
 from parity.cli.property_runs import Storage, store_report
 from parity.properties.generation import CHOICES, evidence_path, parse_technique, save_evidence
 from parity.properties.loading import load_subject, reused_tests
@@ -43,8 +44,7 @@ def add_properties_parser(commands: Any) -> None:
     """Register ``properties`` on the ``parity`` command's subparsers."""
     parser = commands.add_parser(
         "properties",
-        help="test an operator for non-determinism, selectivity, blocking, statefulness, "
-        "non-commutativity and partition-interference",
+        help=SUMMARY["properties"],
         description="Generate tests for an operator (module:function) from a sample of its "
         "input and look for evidence of six properties (Xu, Hirzel et al.). Exit 0 when it "
         "ran, 2 on bad input.",

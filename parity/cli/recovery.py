@@ -25,6 +25,7 @@ from matcher.arguments import whole_number
 from matcher.spec import load_spec
 from matcher.store.config import DEFAULT_HOME, HOME_VARIABLE
 from matcher.store.records import RunRecord
+from parity.cli.commands import SUMMARY
 from parity.recovery.runner import find_spark_submit, plan_recovery, recover, spark_env
 from parity.views.printable import printable
 from parity.views.report import crash_moment, report_document
@@ -37,7 +38,7 @@ def add_recovery_parser(commands: Any) -> None:
     """Register ``recovery`` on the ``parity`` command's subparsers."""
     recovery = commands.add_parser(
         "recovery",
-        help="crash a streaming job with SIGKILL, restart it, check its output",
+        help=SUMMARY["recovery"],
         description="Run a recovery validation: the spec's streaming application under "
         "seeded SIGKILLs, restarted from its checkpoint until it finishes, then checked. "
         "Exit 0 if its output is the one an uncrashed run gives, 1 if not, 2 on error.",

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from parity.cli.commands import SUMMARY
+
 if TYPE_CHECKING:  # the store and Jinja2 are imported when the command runs
     from matcher.store import RunRecord
 
@@ -23,7 +25,7 @@ def add_report_parser(commands: Any) -> None:
     """Register ``report`` on the ``parity`` command's subparsers."""
     report = commands.add_parser(
         "report",
-        help="show one recorded run: summary, JSON, or a self-contained HTML page",
+        help=SUMMARY["report"],
         description="Show a run from the results store: its verdict, witnesses, statistics "
         "and expectation results. Exit 0, or 2 when there is no such run.",
     )

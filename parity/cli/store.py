@@ -14,12 +14,13 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from parity.cli.commands import SUMMARY
 from parity.views.printable import printable
 
 
 def add_store_commands(commands: Any) -> None:
     """Register ``db`` and ``runs`` on the ``parity`` command's subparsers."""
-    db = commands.add_parser("db", help="the results database's schema")
+    db = commands.add_parser("db", help=SUMMARY["db"])
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
     upgrade = db_commands.add_parser(
         "upgrade",
@@ -30,7 +31,7 @@ def add_store_commands(commands: Any) -> None:
     _database_option(upgrade)
     upgrade.set_defaults(run=run_db_upgrade)
 
-    runs = commands.add_parser("runs", help="look after the stored runs")
+    runs = commands.add_parser("runs", help=SUMMARY["runs"])
     runs_commands = runs.add_subparsers(dest="runs_command", required=True, metavar="COMMAND")
     expire = runs_commands.add_parser(
         "expire",

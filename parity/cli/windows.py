@@ -20,6 +20,7 @@ from matcher.arguments import whole_number
 from matcher.files.windows_output import read_windows
 from matcher.verdict import KINDS
 from matcher.windows import DEFAULT_LIMIT, MISSING, Violation, WindowsReport, check_windows
+from parity.cli.commands import SUMMARY
 from parity.views.printable import compact, printable, show
 
 EXIT_PASS = 0
@@ -32,7 +33,7 @@ def add_windows_parser(commands: Any) -> None:
     """Register ``windows`` on the ``parity`` command's subparsers."""
     windows = commands.add_parser(
         "windows",
-        help="validate a sequence-window detector's output (Wallaroo's state check)",
+        help=SUMMARY["windows"],
         description="Decide from a sequence-window detector's output whether its state "
         "was lost, duplicated, reordered or corrupted. Exit 0 if not, 1 if it was, 2 on "
         "error.",

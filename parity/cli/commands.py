@@ -1,0 +1,38 @@
+"""The ``parity`` subcommands: where each lives and its line in ``parity --help``.
+
+Kept apart from the subcommands' modules so that ``parity --help``, ``parity --version`` and
+a usage error import none of them: a subcommand's module (and the store, SQLAlchemy, Alembic,
+PySpark it needs) is imported only when that subcommand runs.
+"""
+
+from __future__ import annotations
+
+#: subcommand -> (module, the function that adds its parser to the subparsers)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "compare": ("parity.cli.compare", "add_compare_parser"),
+    "gate": ("parity.cli.gate", "add_gate_command"),
+    "report": ("parity.cli.report", "add_report_parser"),
+    "history": ("parity.cli.history", "add_history_parser"),
+    "recovery": ("parity.cli.recovery", "add_recovery_parser"),
+    "db": ("parity.cli.store", "add_store_commands"),
+    "runs": ("parity.cli.store", "add_store_commands"),
+    "windows": ("parity.cli.windows", "add_windows_parser"),
+    "properties": ("parity.cli.properties", "add_properties_parser"),
+}
+
+#: each subcommand's line in ``parity --help`` (its module's parser uses the same words)
+SUMMARY: dict[str, str] = {
+    "compare": "compare two outputs under a validation spec",
+    "gate": "does the latest completed run of a validation pass its deploy gate?",
+    "report": "show one recorded run: summary, JSON, or a self-contained HTML page",
+    "history": "list recorded runs, newest first",
+    "recovery": "crash a streaming job with SIGKILL, restart it, check its output",
+    "db": "the results database's schema",
+    "runs": "look after the stored runs",
+    "windows": "validate a sequence-window detector's output (Wallaroo's state check)",
+    "properties": "test an operator for non-determinism, selectivity, blocking, statefulness, "
+    "non-commutativity and partition-interference",
+}
+
+#: exit code of any error (bad spec, unreadable output, bad usage, a bug): never 1
+EXIT_ERROR = 2
