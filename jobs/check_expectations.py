@@ -111,9 +111,11 @@ def _run(
         return []
     from expectations.derived import derive_suite, profile_output
     from expectations.runner import run_expectations
+    from matcher.spark.session import fit_shuffle_partitions
     from matcher.spark.streams import load_output  # the match job's reader: same formats
 
     spark = session("expectations")
+    fit_shuffle_partitions(spark, [candidate] + ([reference] if reference is not None else []))
     outputs = {"candidate": load_output(spark, candidate, spec.output.format)}
     if reference is not None:
         outputs["reference"] = load_output(spark, reference, spec.output.format)

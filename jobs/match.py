@@ -49,6 +49,7 @@ from matcher.failures import check_text_arguments
 from matcher.serialize import json_safe
 from matcher.spark.failures import known_failure
 from matcher.spark.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
+from matcher.spark.session import fit_shuffle_partitions
 from matcher.spec import ApplicationSpec, Spec, load_spec
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
 from matcher.store.records import COMPARISON, MATCHED_KINDS
@@ -272,8 +273,13 @@ def run(args: argparse.Namespace) -> int:
         # The heartbeat renews the run's lease: if this process is killed, the run reads as
         # failed once the lease expires (matcher.store.lease), instead of running forever.
         with store.running(start), Heartbeat(store, start.run_id):
+            spark = session("match")
+            outputs = [args.reference, args.candidate, *args.rerun_reference]
+            partitions = fit_shuffle_partitions(spark, outputs)
+            if partitions is not None:
+                print(f"match: note: small outputs: {partitions} shuffle partitions")
             result = compare_with_noise(
-                session("match"),
+                spark,
                 spec,
                 args.reference,
                 args.candidate,

@@ -82,11 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def write_slice(args: argparse.Namespace) -> int:
     """Write the slice ``args`` ask for and its summary; raises on failure, leaving no slice."""
+    from matcher.spark.session import fit_shuffle_partitions
     from matcher.spark.streams import read_stream
 
     out = Path(args.out)
     try:
         spark = session("slice", conf={"spark.sql.session.timeZone": "UTC"})  # zone-less: UTC
+        fit_shuffle_partitions(spark, [args.capture])  # a small capture: few shuffle tasks
         # the capture's values as Spark infers them: they are written back, not compared
         capture = read_stream(spark, args.capture, format=args.format, keep_kinds=False)
         key = [k for k in (args.key or "").split(",") if k]

@@ -16,8 +16,10 @@ import pytest
 from matcher.store import RunOutcome, RunRecord, RunStart, Store, StoredDivergence
 from tools.demo import (
     BIN,
+    HANDFUL,
     Expected,
     Outcome,
+    _progress,
     _task_logs,
     _write_env_file,
     demo_env,
@@ -223,3 +225,27 @@ def test_the_demo_creates_the_pool_of_the_spark_tasks(parity_env: Any) -> None:
     pool = Pool.get_pool(SPARK_POOL)
     assert pool is not None
     assert (pool.pool, pool.slots) == ("parity_spark", SPARK_POOL_SLOTS)
+
+
+def test_the_default_handful_covers_each_kind_of_validation() -> None:
+    """`make demo` runs an equivalent, a divergent, a noise-rerun and a streaming validation;
+    ALL=1 runs every one."""
+    texts = {n: (ROOT / "dags" / "validations" / f"{n}.yaml").read_text() for n in HANDFUL}
+    verdicts = {n: expected_of(t) for n, t in texts.items()}
+    assert {v.verdict for v in verdicts.values() if v is not None} == {"equivalent", "divergent"}
+    assert any("reference_runs: 2" in t for t in texts.values())
+    assert any("readStream" in t or "streaming" in t for t in texts.values())
+    assert "$(if $(ALL),--all)" in (ROOT / "Makefile").read_text()
+
+
+def test_progress_names_the_validation_and_the_task_on_the_terminal(tmp_path: Path) -> None:
+    path = tmp_path / "terminal"
+    with path.open("wb") as terminal:
+        line = _progress(terminal.fileno(), "taxi_parallel")
+        line("run_candidate")
+        line("match")
+    shown = path.read_text().splitlines()
+    assert [s.split()[:2] for s in shown] == [
+        ["taxi_parallel", "run_candidate"],
+        ["taxi_parallel", "match"],
+    ]

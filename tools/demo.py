@@ -1,17 +1,22 @@
-"""The demo: every bundled validation through Airflow, then a verdict table.
+"""The demo: bundled validations through Airflow, then a verdict table.
 
-    python -m tools.demo [--only NAME ...] [--home DIR] [--scale S] [--workers N]
+    python -m tools.demo [--all | --only NAME ...] [--home DIR] [--scale S] [--workers N]
+
+By default a representative handful (``HANDFUL``: an equivalent candidate, a divergent one,
+one with the reference's noise rerun and its operator's property re-test, a streaming one);
+``--all`` (``make demo ALL=1``) runs every spec in ``dags/validations``.
 
 It generates the examples' captures (``data/captures``), sets up a local Airflow home
 (``$PARITY_HOME/demo/airflow``, SQLite) and runs the DAG of each ``dags/validations/*.yaml``
 with ``dag.test()``: real ``spark-submit`` on ``local[*]``, the results in SQLite
-(``$PARITY_HOME/demo/parity.db``). It prints one line per validation as it finishes, then
-the table (validation, candidate, verdict, divergence kinds, first witness) and how to open
-the Airflow UI on the same data. ``--workers`` validations run at once, each in its own
-process (their ``dag.test()`` share Airflow's database); Airflow's and Spark's output goes to
-``logs/<validation>.log`` under the demo home, and each task's also to its own log file in
-Airflow's log folder, where the UI shows it. ``env.sh`` under the demo home holds the whole
-environment (DAGs, the Parity plugin, the logs, the results store) for ``airflow standalone``.
+(``$PARITY_HOME/demo/parity.db``). It prints each task as it starts and one line per
+validation as it finishes, then the table (validation, candidate, verdict, divergence kinds,
+first witness) and how to open the Airflow UI on the same data. ``--workers`` validations
+run at once, each in its own process (their ``dag.test()`` share Airflow's database);
+Airflow's and Spark's output goes to ``logs/<validation>.log`` under the demo home, and each
+task's also to its own log file in Airflow's log folder, where the UI shows it. ``env.sh``
+under the demo home holds the whole environment (DAGs, the Parity plugin, the logs, the
+results store) for ``airflow standalone``.
 
 The demo checks itself: each spec says what to expect in a comment,
 ``# Expected verdict: divergent (corruption)``; the exit code is 0 when every verdict (and
@@ -29,7 +34,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +47,10 @@ from matcher.verdict import KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+#: the default run: equivalent (DiffStream's maxrow), divergent (the buggy topics job: loss
+#: and corruption), the reference's noise rerun with the operator's properties re-tested
+#: (taxi), and a Structured Streaming job
+HANDFUL = ("maxrow_wellformed", "topics_parallel_buggy", "taxi_parallel", "taxi_streaming")
 _EXPECTED = re.compile(r"^#\s*Expected verdict:\s*(\w+)(?:\s*\(([^)]*)\))?", re.MULTILINE)
 #: the Airflow pool of the validations' Spark tasks (``AirflowSpec.pool``'s default): two
 #: Spark applications at once on this 2-core machine
@@ -168,7 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.demo", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--only", nargs="+", metavar="NAME", help="these validations only")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument(
+        "--all", action="store_true", help="every validation (default: " + ", ".join(HANDFUL) + ")"
+    )
+    chosen.add_argument("--only", nargs="+", metavar="NAME", help="these validations only")
     parser.add_argument("--home", help="demo home (default $PARITY_HOME/demo, ~/.parity/demo)")
     parser.add_argument("--scale", type=float, default=1.0, help="capture size (default 1)")
     parser.add_argument(
@@ -184,27 +197,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     home = Path(args.home).expanduser() if args.home else base / "demo"
     out = sys.stdout
     try:
-        return _run(home.resolve(), args.only, args.scale, args.workers, out)
+        only = None if args.all else (args.only or list(HANDFUL))
+        return _run(home.resolve(), only, args.scale, args.workers, out)
     except (ParityError, OSError) as exc:
         print(f"demo: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
 
 
-def _run(home: Path, only: Sequence[str] | None, scale: float, workers: int, out: TextIO) -> int:
-    started = time.monotonic()
+def prepare(home: Path, scale: float, out: TextIO) -> dict[str, str] | None:
+    """Set this process up as the demo runs validations (also ``bench/pipeline.py``): the
+    environment, Spark's defaults, ``env.sh``, the captures, Airflow's database with every DAG
+    and the Spark pool, the results store. The environment, or None after printing the DAG
+    import errors."""
     env = demo_env(home)
     os.environ.update(env)
     os.environ.pop("PARITY_VALIDATIONS_DIR", None)
     _write_spark_defaults(Path(env["SPARK_CONF_DIR"]))
     _write_env_file(home, env)
-    specs = sorted((ROOT / "dags" / "validations").glob("*.yaml"))
-    if only:
-        unknown = sorted(set(only) - {p.stem for p in specs})
-        if unknown:
-            raise ParityError(f"--only: no validation {unknown[0]!r} in dags/validations")
-        specs = [p for p in specs if p.stem in only]
-    logs = home / "logs"
-    print(f"Parity demo: {len(specs)} validations through Airflow (logs: {logs})", file=out)
 
     from jobs.examples.generate import CAPTURES, generate
     from jobs.examples.sequence_input import write_input
@@ -215,12 +224,32 @@ def _run(home: Path, only: Sequence[str] | None, scale: float, workers: int, out
     write_input(ROOT / "data" / "captures" / "sequence_window", keys=6, count=40, files=20)
     print(f"  captures written to {ROOT / 'data' / 'captures'} (scale {scale:g})", file=out)
 
-    with _quiet(logs / "airflow-setup.log"):
+    with _quiet(home / "logs" / "airflow-setup.log"):
         errors = _prepare_airflow()
         Store.open().close()  # create or upgrade the results store once, quietly
-    if errors:
-        for path, error in errors.items():
-            print(f"demo: error: {path}: {error.strip().splitlines()[-1]}", file=sys.stderr)
+    for path, error in errors.items():
+        print(f"demo: error: {path}: {error.strip().splitlines()[-1]}", file=sys.stderr)
+    return None if errors else env
+
+
+def _run(home: Path, only: Sequence[str] | None, scale: float, workers: int, out: TextIO) -> int:
+    started = time.monotonic()
+    specs = sorted((ROOT / "dags" / "validations").glob("*.yaml"))
+    bundled = len(specs)
+    if only:
+        unknown = sorted(set(only) - {p.stem for p in specs})
+        if unknown:
+            raise ParityError(f"--only: no validation {unknown[0]!r} in dags/validations")
+        specs = [p for p in specs if p.stem in only]
+    logs = home / "logs"
+    rest = "" if len(specs) == bundled else "; --all or make demo ALL=1: all of them"
+    print(
+        f"Parity demo: {len(specs)} of {bundled} bundled validations through Airflow "
+        f"(logs: {logs}{rest})",
+        file=out,
+    )
+    env = prepare(home, scale, out)
+    if env is None:
         return 2
     print(f"  Airflow home {env['AIRFLOW_HOME']} ready; {workers} at a time:", file=out, flush=True)
     outcomes = _validate_all(specs, logs, workers, out)
@@ -277,11 +306,11 @@ def _validate_all(specs: Sequence[Path], logs: Path, workers: int, out: TextIO) 
     """Run every validation's DAG, ``workers`` at a time, and read each verdict back."""
     jobs = [(path, logs / f"{path.stem}.log") for path in specs]
     if workers == 1:
-        results = (_test_dag(path, log) for path, log in jobs)
+        results = (run_validation(path, log) for path, log in jobs)
         return [_report(path, result, out) for (path, _), result in zip(jobs, results, strict=True)]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_test_dag, path, log): path for path, log in jobs}
+        futures = {pool.submit(run_validation, path, log): path for path, log in jobs}
         done = {futures[f]: _report(futures[f], f.result(), out) for f in as_completed(futures)}
     return [done[path] for path, _ in jobs]
 
@@ -289,21 +318,35 @@ def _validate_all(specs: Sequence[Path], logs: Path, workers: int, out: TextIO) 
 _BAG: Any = None
 
 
-def _test_dag(path: Path, log: Path) -> tuple[str, str, str, float]:
+def run_validation(path: Path, log: Path) -> tuple[str, str, str, float]:
     """``dag.test()`` of the validation in ``path`` (in this process or a worker): its DAG
     id, run id, final state and wall time. Airflow's and Spark's output go to ``log``."""
     global _BAG
     from matcher.store.run_ids import dag_id_for
 
     started = time.monotonic()
-    with _quiet(log), _task_logs(log):
+    terminal = os.dup(1)  # where progress goes while Airflow's and Spark's output is quieted
+    with _quiet(log), _task_logs(log, progress=_progress(terminal, path.stem)):
         if _BAG is None:
             from airflow.dag_processing.dagbag import DagBag
 
             _BAG = DagBag(dag_folder=str(ROOT / "dags"))
         dag = _BAG.dags[dag_id_for(_name(path.read_text(encoding="utf-8")) or path.stem)]
         run = dag.test()
+    os.close(terminal)
     return dag.dag_id, run.run_id, str(run.state), time.monotonic() - started
+
+
+def _progress(terminal: int, name: str) -> Callable[[str], None]:
+    """A line on the terminal for each task a validation starts, so that the demo is never
+    silent for minutes (workers write whole lines: they do not interleave mid-line)."""
+    started = time.monotonic()
+
+    def line(task_id: str) -> None:
+        elapsed = round(time.monotonic() - started)
+        os.write(terminal, f"    {name:<30} {task_id:<22} (at {elapsed}s)\n".encode())
+
+    return line
 
 
 def _report(path: Path, result: tuple[str, str, str, float], out: TextIO) -> Outcome:
@@ -322,9 +365,6 @@ def _report(path: Path, result: tuple[str, str, str, float], out: TextIO) -> Out
 
 def _ratio(outcomes: Sequence[Outcome], home: Path, out: TextIO) -> None:
     """The match task's time against the candidate job's, on the largest slice."""
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.utils.session import create_session
-
     largest: tuple[int, Outcome] | None = None
     for o in outcomes:
         if o.run is None or not isinstance(o.run.slice, Mapping):
@@ -337,11 +377,7 @@ def _ratio(outcomes: Sequence[Outcome], home: Path, out: TextIO) -> None:
         return
     rows, o = largest
     assert o.run is not None
-    with create_session() as session:
-        tis = session.query(TaskInstance).filter(
-            TaskInstance.dag_id == o.run.dag_id, TaskInstance.run_id == o.run.dag_run_id
-        )
-        seconds = {ti.task_id: ti.duration for ti in tis if ti.duration}
+    seconds = task_seconds(str(o.run.dag_id), str(o.run.dag_run_id))
     if "match" in seconds and "run_candidate" in seconds:
         print(
             f"On the largest slice ({o.validation}, {rows} rows): match {seconds['match']:.0f}s, "
@@ -349,6 +385,23 @@ def _ratio(outcomes: Sequence[Outcome], home: Path, out: TextIO) -> None:
             f"(ratio {seconds['match'] / seconds['run_candidate']:.2f}).",
             file=out,
         )
+
+
+def task_seconds(dag_id: str, run_id: str) -> dict[str, float]:
+    """Each task's wall time in one DAG run, in the order the tasks started."""
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        tis = session.query(TaskInstance).filter(
+            TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id
+        )
+        done = [(ti.start_date, ti.task_id, ti.duration) for ti in tis]
+    return {task: float(seconds) for start, task, seconds in sorted(done, key=_started) if seconds}
+
+
+def _started(row: tuple[Any, ...]) -> str:
+    return str(row[0])
 
 
 def _name(text: str) -> str | None:
@@ -411,13 +464,14 @@ def task_log_path(ti: Any) -> Path:
 
 
 @contextlib.contextmanager
-def _task_logs(log: Path) -> Iterator[None]:
+def _task_logs(log: Path, progress: Callable[[str], None] | None = None) -> Iterator[None]:
     """Give each task that ``dag.test()`` runs its own log file where the Airflow UI reads it.
 
     ``dag.test()`` runs every task in this process (``run_task_in_process``) and its task
     logger writes to stdout, not to the task's log file as an executor's task would, so the
     UI would show no logs for the demo's runs. Here each task's output (Airflow's, and its
-    ``spark-submit``'s) goes to :func:`task_log_path`, then is appended to ``log`` as well."""
+    ``spark-submit``'s) goes to :func:`task_log_path`, then is appended to ``log`` as well;
+    ``progress`` is told each task's id as it starts."""
     from airflow.sdk.execution_time import supervisor
 
     run_in_process = supervisor.run_task_in_process
@@ -426,6 +480,8 @@ def _task_logs(log: Path) -> Iterator[None]:
         path = task_log_path(ti)
         # A deferred task runs again into the same file: copy only what this run added.
         start = path.stat().st_size if path.is_file() else 0
+        if progress is not None:
+            progress(ti.task_id)
         try:
             with _quiet(path):
                 return run_in_process(ti, task, client=client)

@@ -1,10 +1,12 @@
-"""The local SparkSession of the command line (``parity compare --engine spark``)."""
+"""The local SparkSession of the command line (``parity compare --engine spark``), and the
+shuffle partitions of the match job on small outputs."""
 
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +37,46 @@ def local_session(master: str = "local[*]") -> Any:
             os.close(saved)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+#: outputs of at most this many bytes in all are matched with one shuffle partition per core
+SMALL_OUTPUTS_BYTES = 64 * 1024 * 1024
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
+def small_shuffle_partitions(total_bytes: int | None, cores: int) -> int | None:
+    """The shuffle partitions for outputs of ``total_bytes`` (None: not all local), or None
+    to keep Spark's. Spark's default, 200, suits gigabytes; on a slice of a few thousand rows
+    the match's shuffles spend their time scheduling 200 near-empty tasks per stage (the
+    bundled topics validation: 15.2 s of matching with 200, 3.4 s with 4). The verdict does
+    not depend on the partition count."""
+    if total_bytes is None or total_bytes > SMALL_OUTPUTS_BYTES:
+        return None
+    return max(1, cores)
+
+
+def fit_shuffle_partitions(spark: Any, paths: Sequence[str]) -> int | None:
+    """Set ``spark.sql.shuffle.partitions`` for small local outputs, unless the job's
+    configuration (``--conf``, ``spark-defaults.conf``, the spec's ``conf``) sets it; the
+    count set, or None."""
+    if spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS):
+        return None
+    chosen = small_shuffle_partitions(local_bytes(paths), spark.sparkContext.defaultParallelism)
+    if chosen is not None:
+        spark.conf.set(SHUFFLE_PARTITIONS, str(chosen))
+    return chosen
+
+
+def local_bytes(paths: Sequence[str]) -> int | None:
+    """The bytes of the files under ``paths``, or None when one is not a local path."""
+    total = 0
+    for path in paths:
+        local = path.removeprefix("file://")
+        if "://" in local or not os.path.exists(local):
+            return None
+        if os.path.isfile(local):
+            total += os.path.getsize(local)
+            continue
+        for folder, _, names in os.walk(local):
+            total += sum(os.path.getsize(os.path.join(folder, name)) for name in names)
+    return total

@@ -1,0 +1,49 @@
+"""Parity's own Spark jobs on small outputs use one shuffle partition per core instead of
+Spark's 200 (issue 15): the size rule, and that a configured count is kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from matcher.spark.session import (
+    SMALL_OUTPUTS_BYTES,
+    fit_shuffle_partitions,
+    local_bytes,
+    small_shuffle_partitions,
+)
+
+pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
+
+
+def test_small_local_outputs_get_one_partition_per_core() -> None:
+    assert small_shuffle_partitions(10_000, 2) == 2
+    assert small_shuffle_partitions(SMALL_OUTPUTS_BYTES, 8) == 8
+    assert small_shuffle_partitions(0, 0) == 1
+
+
+def test_large_or_remote_outputs_keep_sparks_count() -> None:
+    assert small_shuffle_partitions(SMALL_OUTPUTS_BYTES + 1, 2) is None
+    assert small_shuffle_partitions(None, 2) is None
+
+
+def test_local_bytes_counts_files_and_folders(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    (folder / "part=1").mkdir(parents=True)
+    (folder / "part=1" / "a.parquet").write_bytes(b"x" * 10)
+    (folder / "_SUCCESS").write_bytes(b"")
+    single = tmp_path / "one.jsonl"
+    single.write_bytes(b"y" * 5)
+    assert local_bytes([str(folder), f"file://{single}"]) == 15
+    assert local_bytes([str(folder), "s3a://bucket/out"]) is None
+    assert local_bytes([str(tmp_path / "missing")]) is None
+
+
+@pytest.mark.spark
+def test_a_configured_count_is_kept(spark: SparkSession, tmp_path: Path) -> None:
+    """The shared session is built with spark.sql.shuffle.partitions 4 (as spark-defaults or
+    --conf would set it): a job keeps what its configuration says, even on small outputs."""
+    assert fit_shuffle_partitions(spark, [str(tmp_path)]) is None
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "4"
