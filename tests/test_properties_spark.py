@@ -22,11 +22,18 @@ ITEMS = str(ROOT / "jobs/examples/operators/items.jsonl")
 RIGHT = str(ROOT / "jobs/examples/operators/right.jsonl")
 
 
-def _report(spark: SparkSession, ref: str, shape: str = "dataframe", budget: int = 2) -> Any:
+def _report(
+    spark: SparkSession,
+    ref: str,
+    shape: str = "dataframe",
+    budget: int = 2,
+    technique: str = "pool",
+) -> Any:
     samples = [ITEMS, RIGHT] if shape == "pair" else [ITEMS]
     subject = load_subject(ref, samples, ("key",), shape, session=lambda: spark)
-    plan = Plan(parse_technique("pool"), budget, 0, subject.domains)
-    return check_operator(Context(subject.operator, ("key",), random.Random(0)), plan, "pool")
+    plan = Plan(parse_technique(technique), budget, 0, subject.domains)
+    context = Context(subject.operator, ("key",), random.Random(0))
+    return check_operator(context, plan, technique)
 
 
 def test_a_projection_is_deterministic_one_to_one_and_stateless(spark: SparkSession) -> None:
@@ -62,3 +69,54 @@ def test_an_inner_join_blocks_and_a_union_does_not(spark: SparkSession) -> None:
     assert join["blocking"].evidence["output_alone"] == []
     union = _report(spark, "jobs.examples.operators.pairs:union", "pair", budget=1).properties
     assert union["blocking"].found is False
+
+
+def test_a_session_window_shows_its_state_on_one_keys_rows(spark: SparkSession) -> None:
+    """Random values rarely give two rows one key: DataFrame statefulness tests draw a list of
+    one key's rows (Spark keeps state per group), so even random testing finds a session
+    window's state, with a gap between two rows of one key as the evidence."""
+    props = _report(
+        spark, "jobs.examples.operators.frames:sessions", budget=3, technique="random"
+    ).properties
+    assert props["nondeterminism"].found is False
+    assert props["statefulness"].found is True
+    rows = [e["item"] for e in props["statefulness"].evidence["input"]]
+    assert len(rows) == 2 and rows[0]["key"] == rows[1]["key"]
+    assert abs(rows[0]["x"] - rows[1]["x"]) > 2
+
+
+def test_test_frames_through_arrow_equal_frames_from_python_rows(spark: SparkSession) -> None:
+    """Test inputs become DataFrames through Arrow (no Python worker per job): the same rows
+    and types as Spark's own conversion of Python rows, times, NaN, nulls and nesting too."""
+    import datetime as dt
+
+    from pyspark.sql.types import (
+        ArrayType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampType,
+    )
+
+    from parity.properties.frames import FrameOperator
+
+    schema = StructType(
+        [
+            StructField("key", StringType()),
+            StructField("n", LongType()),
+            StructField("x", DoubleType()),
+            StructField("t", TimestampType()),
+            StructField("m", StructType([StructField("a", LongType())])),
+            StructField("l", ArrayType(StringType())),
+        ]
+    )
+    rows = [
+        ("é<b>", 1, 1.5, dt.datetime(2024, 5, 1, 6, 30), {"a": 1}, ["x", None]),
+        (None, None, float("nan"), None, None, None),
+    ]
+    operator = FrameOperator("t:f", "dataframe", lambda df: df, spark, (schema,))
+    through_arrow = operator._local(list(rows), schema)
+    assert through_arrow.schema == schema
+    assert repr(through_arrow.collect()) == repr(spark.createDataFrame(rows, schema).collect())
