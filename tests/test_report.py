@@ -440,6 +440,8 @@ def test_report_command_json_html_and_summary(
         "started 2026-03-01 02:00:00 UTC, finished 2026-03-01 02:03:04 UTC after 184.5s\n"
         "counts: loss 1, duplication 0, reordering 0, corruption 1 (2 total)\n"
         "expectations: 1 of 2 met; Data Docs /runs/taxi/1/report/data_docs/index.html\n"
+        "  failed: derived_from_reference (candidate) expect_table_row_count_to_be_between("
+        "min_value=10, max_value=10): observed 9\n"
         "witnesses: 2 stored (parity report parity__taxi/scheduled__2026-03-01 --html PATH "
         "shows them)\n"
     )
@@ -532,3 +534,33 @@ def test_caller_links_of_other_schemes_are_text(sample: RunRecord) -> None:
     for shown in ("Evil: javascript:alert(1)", "Tabbed: java\tscript:alert(1)"):
         assert shown in text
     assert "Great Expectations Data Docs: vbscript:msgbox(1)" in text
+
+
+def test_the_text_summary_names_each_failed_expectation_up_to_twenty(sample: RunRecord) -> None:
+    import dataclasses
+
+    from parity.cli.report_text import FAILED_SHOWN, render_summary
+
+    hostile = "\x1b[31mred\u202e"
+    failed = [
+        ExpectationRecord(
+            "sane",
+            "candidate",
+            "expect_column_values_to_not_be_null",
+            False,
+            {"column": f"c{i}", "result_format": "SUMMARY"},
+            observed={"unexpected_count": i},
+        )
+        for i in range(FAILED_SHOWN + 5)
+    ]
+    failed[0] = dataclasses.replace(failed[0], kwargs={"column": hostile})
+    passed = ExpectationRecord("sane", "candidate", "expect_column_to_exist", True, {"column": "x"})
+    text = render_summary(dataclasses.replace(sample, expectations=(passed, *failed)))
+    lines = [line for line in text.splitlines() if line.startswith("  ")]
+    assert len(lines) == FAILED_SHOWN + 1
+    assert lines[1] == (
+        '  failed: sane (candidate) expect_column_values_to_not_be_null(column="c1"): '
+        'observed {"unexpected_count": 1}'
+    )
+    assert lines[-1] == "  ... and 5 more failed (--html shows all)"
+    assert "\x1b" not in text and "\u202e" not in text  # a column name cannot drive the terminal

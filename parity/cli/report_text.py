@@ -72,7 +72,7 @@ def render_summary(record: RunRecord) -> str:
         first, *rest = record.error.rstrip("\n").split("\n")
         lines.append(f"error: {first}")
         lines.extend(f"  {line}" for line in rest)
-    lines.append(_expectations(record))
+    lines.extend(_expectations(record))
     if record.divergences:
         lines.append(
             f"witnesses: {len(record.divergences)} stored "
@@ -104,11 +104,36 @@ def _properties(document: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _expectations(record: RunRecord) -> str:
+#: failed expectations listed in the text summary (the HTML report and Data Docs list all)
+FAILED_SHOWN = 20
+
+
+def _expectations(record: RunRecord) -> list[str]:
+    """The totals, then each failed expectation: which suite and side, what it asked of
+    which column, and what was observed."""
     if not record.expectations_total:
-        return "expectations: none recorded"
+        return ["expectations: none recorded"]
     failed, total = record.expectations_failed, record.expectations_total
     docs = data_docs_path(record)
-    return f"expectations: {total - failed} of {total} met" + (
-        f"; Data Docs {docs}" if docs else ""
-    )
+    lines = [
+        f"expectations: {total - failed} of {total} met" + (f"; Data Docs {docs}" if docs else "")
+    ]
+    failures = [r for r in record.expectations if not r.success]
+    for result in failures[:FAILED_SHOWN]:
+        asked = ", ".join(
+            f"{k}={_clip(compact(v))}" for k, v in result.kwargs.items() if k not in _NOT_ASKED
+        )
+        seen = "" if result.observed is None else f": observed {_clip(compact(result.observed))}"
+        lines.append(
+            f"  failed: {result.suite} ({result.side}) {result.expectation_type}({asked}){seen}"
+        )
+    if len(failures) > FAILED_SHOWN:
+        lines.append(f"  ... and {len(failures) - FAILED_SHOWN} more failed (--html shows all)")
+    return lines
+
+
+_NOT_ASKED = frozenset({"result_format", "batch_id", "catch_exceptions", "meta"})
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
