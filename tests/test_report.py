@@ -564,3 +564,14 @@ def test_the_text_summary_names_each_failed_expectation_up_to_twenty(sample: Run
     )
     assert lines[-1] == "  ... and 5 more failed (--html shows all)"
     assert "\x1b" not in text and "\u202e" not in text  # a column name cannot drive the terminal
+
+
+def test_the_page_leads_with_the_decision(sample: RunRecord) -> None:
+    """Issue 16: the verdict, the counts and the expectations come before the witnesses (up
+    to 100 of them), and the run's raw facts and noise tables after them."""
+    page = render_report_html(sample)
+    heads = re.findall(r"<h2>([^<]+)</h2>", page)
+    assert heads.index("Divergences") < heads.index("Expectations") < heads.index("Witnesses")
+    assert heads.index("Witnesses") < heads.index("Run") < heads.index("Spec")
+    header = page[page.index("<header>") : page.index("</header>")]
+    assert "candidate v2 against reference v1" in header
