@@ -396,6 +396,8 @@ def test_equivalent_then_divergent_runs_end_to_end(
     assert record.gate_reason == "verdict equivalent; expectations passed"
     assert (record.reference_version, record.candidate_version) == ("1.0", "1.1")
     assert (record.dag_id, record.dag_run_id, record.task_try) == ("parity_relay", ok.run_id, 1)
+    # The stored start is the DAG run's, so the history shows the pipeline's duration
+    assert ok.start_date is not None and record.started_at == ok.start_date.astimezone(UTC)
     assert (record.slice["start"], record.slice["end"]) == (
         "2024-05-01T00:00:00+00:00",
         "2024-05-02T00:00:00+00:00",

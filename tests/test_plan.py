@@ -55,6 +55,7 @@ SCHEDULED = RunContext(
     run_type="scheduled",
     interval_start=dt.datetime(2024, 5, 1, 2, tzinfo=UTC),
     interval_end=dt.datetime(2024, 5, 2, 2, tzinfo=UTC),
+    started_at=dt.datetime(2024, 5, 2, 2, 0, 7, tzinfo=UTC),
 )
 
 
@@ -143,6 +144,7 @@ def test_a_scheduled_run_builds_every_job(root: Path) -> None:
         *("--rerun-reference", f"{run}/rerun", "--trigger", "scheduled"),
         *("--reference-version", "1.0", "--candidate-version", "1.1"),
         *("--dag-id", "parity_nightly", "--dag-run-id", "scheduled__2024-05-02T02:00:00+00:00"),
+        *("--started-at", "2024-05-02T02:00:07+00:00"),  # the DAG run's: the pipeline's time
         "--slice-json",
         json.dumps(dict(made.slice), sort_keys=True, separators=(",", ":")),
         *("--report-dir", f"{run}/report", "--json-out", f"{run}/verdict.json"),

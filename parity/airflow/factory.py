@@ -252,6 +252,7 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
                 interval_start=context.get("data_interval_start"),
                 interval_end=context.get("data_interval_end"),
                 params={k: context["params"].get(k) for k in PARAMS},
+                started_at=getattr(run, "start_date", None),
             )
             try:
                 made = plan_run(spec, run_context, root=root, home=parity_home())

@@ -137,6 +137,9 @@ class RunContext:
     interval_start: dt.datetime | None = None
     interval_end: dt.datetime | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: when the DAG run started: the stored run's start, so that its duration is the
+    #: pipeline's (slice, applications, match), not the match job's alone
+    started_at: dt.datetime | None = None
 
     @property
     def trigger(self) -> str:
@@ -485,6 +488,8 @@ def _build_match_job(plan: RunPlan, context: RunContext, root: Path) -> SparkJob
     if plan.candidate_version is not None:
         args += ["--candidate-version", plan.candidate_version]
     args += ["--dag-id", context.dag_id, "--dag-run-id", context.dag_run_id]
+    if context.started_at is not None and context.started_at.tzinfo is not None:
+        args += ["--started-at", context.started_at.isoformat()]
     args += ["--slice-json", json.dumps(dict(plan.slice), sort_keys=True, separators=(",", ":"))]
     args += ["--report-dir", plan.path("report")]
     args += ["--json-out", str(Path(plan.run_dir) / "verdict.json"), "--record-only"]
