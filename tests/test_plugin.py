@@ -362,6 +362,9 @@ def test_history_lists_every_run_newest_first(client: Any, viewer: dict[str, str
         "manual__2026-01-03T10:00:00+00:00",
     ]
     assert row_cells(page, R5)[5:] == ["running", "0", "-", "-", "-", R5.partition("/")[2]]
+    # the gate is coloured as the verdict is: closed red, open green (parity.css)
+    assert '<td class="gate gate-closed">closed</td>' in page
+    assert '<td class="gate gate-open">open</td>' in page
     assert row_cells(page, R1)[5:8] == ["equivalent", "0", "met 2/2"]
     assert row_cells(page, R4)[1:6] == [
         EVIL_VALIDATION,
