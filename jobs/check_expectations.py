@@ -98,14 +98,19 @@ def _check(args: argparse.Namespace) -> int:
         if store.get_run(args.run_id) is None:
             raise UnknownRunError(f"no run {args.run_id!r} in {store.url}")
         docs = Path(args.report_dir) / DATA_DOCS_DIR if args.report_dir else None
-        results = _run(spec, plan, args.candidate, args.reference, docs)
+        results = _run(spec, plan, args.candidate, args.reference, docs, args.run_id)
         store.record_expectations(args.run_id, results)
     print(summary(args.run_id, results, docs))
     return EXIT_OK
 
 
 def _run(
-    spec: Spec, plan: Plan, candidate: str, reference: str | None, docs: Path | None
+    spec: Spec,
+    plan: Plan,
+    candidate: str,
+    reference: str | None,
+    docs: Path | None,
+    run_id: str,
 ) -> list[ExpectationRecord]:
     if not plan.suites and not plan.derive:
         return []
@@ -132,7 +137,7 @@ def _run(
             tolerances=tolerances,
         )
         work.append((_present(derived, outputs["candidate"].columns), "candidate"))
-    return run_expectations(outputs, work, docs)
+    return run_expectations(outputs, work, docs, run_name=run_id)
 
 
 def _present(suite: Suite, columns: Sequence[str]) -> Suite:

@@ -409,6 +409,11 @@ def test_data_docs_are_written_to_the_report_folder(job_run: Mapping[str, Any]) 
     assert "sane" in index and DERIVED_SUITE in index
     pages = sorted(p.relative_to(docs).parts[0] for p in docs.rglob("*.html"))
     assert pages == ["expectations", "expectations", "index.html", *["validations"] * 3]
+    # Each validation is filed under the Parity run that made it (a GX Checkpoint's run
+    # name), not GX's "__none__", and its page lists its results
+    validations = [p for p in docs.rglob("*.html") if p.relative_to(docs).parts[0] == "validations"]
+    assert "__none__" not in index
+    assert all("parity_taxi" in str(p.relative_to(docs)) for p in validations), validations
 
 
 def test_job_errors_are_one_line_before_spark_starts(
