@@ -345,6 +345,30 @@ def test_record_stores_the_gate_and_failed_runs(
         assert run.verdict == "error"
 
 
+def test_the_plan_shows_the_run_running_until_the_match_replaces_it(
+    tmp_path: Path, parity_env: ParityEnv
+) -> None:
+    """Issue 16: a run in progress is in the history from its DAG run's start, while its
+    slice and applications run; a job failing before the match leaves it failed, not running."""
+    from parity.airflow.factory import show_running
+
+    made = a_plan(tmp_path)
+    spec = load_spec(_relay_spec(tmp_path))
+    began = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    show_running(made, spec, began)
+    with Store.open(parity_env.db_url) as store:
+        run = store.get_run(made.run_id)
+        assert run is not None
+        assert (run.status, run.started_at, run.validation) == ("running", began, "relay")
+        listed = store.list_runs()
+        assert [r.status for r in listed if r.run_id == made.run_id] == ["running"]
+    reason = "the run failed: slice_input failed"
+    assert record_gate(made, spec, ["slice_input"]) == {"passed": False, "reason": reason}
+    with Store.open(parity_env.db_url) as store:
+        run = store.get_run(made.run_id)
+    assert run is not None and (run.status, run.verdict) == ("failed", "error")
+
+
 # --- end to end ---------------------------------------------------------------------------
 
 

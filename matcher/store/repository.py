@@ -151,16 +151,17 @@ class Store:
 
     # -- writers ---------------------------------------------------------------------------
 
-    def start_run(self, run: RunStart) -> None:
+    def start_run(self, run: RunStart, *, lease: float | None = None) -> None:
         """Create the run as ``running``, replacing any previous attempt with this ``run_id``
-        (its row and all its evidence, in the same transaction)."""
+        (its row and all its evidence, in the same transaction). ``lease``: seconds until
+        readers show it failed unless renewed (default ``lease_seconds()``)."""
         now = utc_now()
         values = {
             **rows.NO_RESULTS,
             **rows.start_values(run),
             "status": "running",
             "started_at": run.started_at or now,
-            "lease_expires_at": now + dt.timedelta(seconds=lease_seconds()),
+            "lease_expires_at": now + dt.timedelta(seconds=lease or lease_seconds()),
         }
         with self._transaction(f"cannot start run {run.run_id!r}") as connection:
             _upsert_run(connection, run.run_id, values, values)

@@ -260,6 +260,7 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
             except ParityError as exc:  # a user's error: fail now, no retry, no Spark job
                 raise AirflowFailException(str(exc)) from None
             prepare_workspace(made, effective_spec_text(spec, made.overrides, root))
+            show_running(made, spec, run_context.started_at)
             print(f"parity: {made.run_id}: slice {describe_window(made.slice)}")
             print(f"parity: workspace {made.run_dir}")
             return made.to_dict()
@@ -299,6 +300,20 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         if spec.properties:  # beside the comparison: after the plan, before nothing
             planned >> properties_task(spec, root=root, home=parity_home, **spark)
     return dag
+
+
+def show_running(made: RunPlan, spec: Spec, started_at: dt.datetime | None) -> None:
+    """Store the run as running from its DAG run's start, so that the history shows it while
+    its slice and applications run, not only once the match starts (the match job replaces
+    this record with its own; the record task fails it if a job before the match fails). Its
+    lease covers the tasks before the match: the slice and up to three applications, one
+    after another when the pool allows one at a time, each within the task time limit."""
+    from matcher.store import Store
+    from parity.airflow.gate import plan_start
+
+    lease = 4 * spec.airflow.execution_timeout().total_seconds() + 600
+    with Store.open() as store:
+        store.start_run(plan_start(made, started_at), lease=lease)
 
 
 def dag_doc(spec: Spec) -> str:

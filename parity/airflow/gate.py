@@ -9,6 +9,7 @@ run's verdict and expectation results) and stores the decision with ``Store.set_
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,7 +53,7 @@ def record_gate(plan: RunPlan, spec: Spec, failed_tasks: list[str]) -> dict[str,
     with Store.open() as store:
         stored = store.get_run(plan.run_id)
         if stored is None or stored.status == "running":
-            store.mark_failed(plan.run_id, f"{failed or 'a task'} failed", start=_start(plan))
+            store.mark_failed(plan.run_id, f"{failed or 'a task'} failed", start=plan_start(plan))
             stored = store.get_run(plan.run_id)
         assert stored is not None
         if stored.status == "failed":
@@ -61,8 +62,9 @@ def record_gate(plan: RunPlan, spec: Spec, failed_tasks: list[str]) -> dict[str,
     return {"passed": decision.passed, "reason": decision.reason}
 
 
-def _start(plan: RunPlan) -> RunStart:
-    """The run as the plan describes it, for a run that failed before the match started it."""
+def plan_start(plan: RunPlan, started_at: dt.datetime | None = None) -> RunStart:
+    """The run as the plan describes it: stored running by the plan task, failed by the
+    record task when a job before the match failed."""
     dag_id, dag_run_id = dag_run_of(plan.run_id) or (None, None)
     return RunStart(
         run_id=plan.run_id,
@@ -75,4 +77,5 @@ def _start(plan: RunPlan) -> RunStart:
         dag_id=dag_id,
         dag_run_id=dag_run_id,
         engine="spark",
+        started_at=started_at,
     )
