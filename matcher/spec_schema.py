@@ -89,6 +89,14 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def spark_keys(conf: dict[str, str]) -> dict[str, str]:
+    """A Spark configuration whose every key Spark reads (``spark.``)."""
+    for key in conf:
+        if not key.startswith("spark."):
+            raise ValueError(f"{key!r}: Spark ignores configuration keys not starting 'spark.'")
+    return conf
+
+
 class ApplicationSpec(_Section):
     """A Spark application the pipeline submits: the file (or artifact URL), its arguments
     with ``{input}``/``{output}``/``{run_dir}`` placeholders, and its Spark configuration."""
@@ -118,10 +126,7 @@ class ApplicationSpec(_Section):
     @field_validator("conf")
     @classmethod
     def _spark_keys(cls, conf: dict[str, str]) -> dict[str, str]:
-        for key in conf:
-            if not key.startswith("spark."):
-                raise ValueError(f"{key!r}: Spark ignores configuration keys not starting 'spark.'")
-        return conf
+        return spark_keys(conf)
 
     @model_validator(mode="after")
     def _main_class_needs_a_jar(self) -> ApplicationSpec:
@@ -323,6 +328,15 @@ class AirflowSpec(_Section):
     max_active_runs: Annotated[int, Field(ge=1, le=64)] = 1
     pool: Name = "parity_spark"
     task_timeout: str = "2h"
+    #: Spark settings of Parity's own jobs (slice, match, expectations), as ``--conf``
+    spark_conf: dict[str, Text] = {}
+    #: laid over ``spark_conf`` for the match job: the one a user tunes on real data
+    match_conf: dict[str, Text] = {}
+
+    @field_validator("spark_conf", "match_conf")
+    @classmethod
+    def _spark_keys(cls, conf: dict[str, str]) -> dict[str, str]:
+        return spark_keys(conf)
 
     @field_validator("task_timeout")
     @classmethod

@@ -450,3 +450,34 @@ def test_the_run_type_is_read_from_the_task_sdks_enum() -> None:
         "scheduled",
         "adhoc",
     )
+
+
+def test_parity_s_own_jobs_take_the_specs_spark_settings(root: Path) -> None:
+    """Issue 16: the slice, match and expectations jobs get ``airflow.spark_conf``; the match
+    ``airflow.match_conf`` over it; the slice keeps its UTC zone; keys Spark ignores are
+    refused in one line."""
+    from parity.airflow.operators import expectations_job
+
+    text = SPEC.replace(
+        'schedule: "0 2 * * *"',
+        'schedule: "0 2 * * *"\n'
+        "airflow:\n"
+        "  spark_conf: {spark.executor.memory: 4g, spark.sql.session.timeZone: Europe/Paris}\n"
+        '  match_conf: {spark.executor.memory: 8g, spark.sql.shuffle.partitions: "400"}\n',
+    )
+    made = plan(root, text=text)
+    assert made.jobs["slice"].conf == {
+        "spark.executor.memory": "4g",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    assert made.jobs["match"].conf == {
+        "spark.executor.memory": "8g",
+        "spark.sql.session.timeZone": "Europe/Paris",
+        "spark.sql.shuffle.partitions": "400",
+    }
+    conf = spec_at(root, text).airflow.spark_conf
+    assert expectations_job(made, root, conf).conf == conf
+    assert made.jobs["reference"].conf == {"spark.sql.shuffle.partitions": "8"}  # its own
+    bad = text.replace("spark.executor.memory: 4g", "executor.memory: 4g")
+    with pytest.raises(SpecError, match=r"airflow\.spark_conf.*executor\.memory.*spark"):
+        spec_at(root, bad)

@@ -295,7 +295,9 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         match = submit("match", "match", on_failure_callback=fail_running_match)
         planned >> submit("slice_input", "slice") >> runs >> match
         # The expectations step: suites and reference-derived expectations.
-        expectations = ExpectationsOperator(root=root, conn_id=conn_id, **spark)
+        expectations = ExpectationsOperator(
+            root=root, spark_conf=spec.airflow.spark_conf, conn_id=conn_id, **spark
+        )
         match >> expectations >> record() >> gate()
         if spec.properties:  # beside the comparison: after the plan, before nothing
             planned >> properties_task(spec, root=root, home=parity_home, **spark)

@@ -21,6 +21,7 @@ as the match job does. Imported by the DAG factory only; imports no Great Expect
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ DOC = (
 )
 
 
-def expectations_job(plan: RunPlan, root: Path) -> SparkJob:
+def expectations_job(plan: RunPlan, root: Path, conf: Mapping[str, str] | None = None) -> SparkJob:
     """The expectations job of a run: its outputs, spec, report folder and store run id."""
     args = (
         *("--run-id", plan.run_id, "--spec", plan.spec_file),
@@ -47,7 +48,7 @@ def expectations_job(plan: RunPlan, root: Path) -> SparkJob:
     return SparkJob(
         application=str(root / "jobs" / "check_expectations.py"),
         args=args,
-        conf={},
+        conf=dict(conf or {}),
         name=f"parity-{plan.validation}-expectations",
     )
 
@@ -86,16 +87,19 @@ class ExpectationsOperator(SparkSubmitOperator):
     """``SparkSubmitOperator`` submitting ``expectations_job`` for the run's plan; the task's
     *Rendered Template* page shows the exact spark-submit line."""
 
-    def __init__(self, *, root: Path, **kwargs: Any) -> None:
+    def __init__(
+        self, *, root: Path, spark_conf: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("task_id", EXPECTATIONS_TASK)
         kwargs.setdefault("doc_md", DOC)
         super().__init__(name="parity-expectations", **kwargs)
         self.root = str(root)
+        self.spark_conf = dict(spark_conf or {})
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         super().render_template_fields(context, jinja_env)
         plan = RunPlan.from_dict(context["ti"].xcom_pull(task_ids=PLAN_TASK))
-        job = expectations_job(plan, Path(self.root))
+        job = expectations_job(plan, Path(self.root), self.spark_conf)
         self.application = job.application
         self.application_args = list(job.args)
         self.conf = dict(job.conf)

@@ -222,7 +222,9 @@ def plan_run(
     dirs = {name: str(run_dir / name) for name in DIRECTORIES}
     chosen = _slice(spec, context, params, root)
     jobs = {
-        "slice": build_slice_job(spec.name, chosen, dirs["slice"], str(run_dir), root),
+        "slice": build_slice_job(
+            spec.name, chosen, dirs["slice"], str(run_dir), root, spec.airflow.spark_conf
+        ),
         "reference": build_app_job(spec.name, "reference", reference, dirs, str(run_dir), root),
         "candidate": build_app_job(spec.name, "candidate", candidate, dirs, str(run_dir), root),
     }
@@ -246,7 +248,8 @@ def plan_run(
         candidate_version=params.get("candidate_version") or candidate.version,
         jobs=MappingProxyType(jobs),
     )
-    jobs["match"] = _build_match_job(plan, context, root)
+    match_conf = {**spec.airflow.spark_conf, **spec.airflow.match_conf}
+    jobs["match"] = _build_match_job(plan, context, root, match_conf)
     return replace(plan, jobs=MappingProxyType(jobs))
 
 
@@ -473,7 +476,9 @@ def _instant(key: str, text: str) -> dt.datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
-def _build_match_job(plan: RunPlan, context: RunContext, root: Path) -> SparkJob:
+def _build_match_job(
+    plan: RunPlan, context: RunContext, root: Path, conf: Mapping[str, str]
+) -> SparkJob:
     """``jobs/match.py`` as the DAG runs it: record the verdict, let the gate decide. The
     store's URL is not an argument (it may hold a password): the job reads PARITY_DB_URL."""
     args = [
@@ -496,7 +501,7 @@ def _build_match_job(plan: RunPlan, context: RunContext, root: Path) -> SparkJob
     return SparkJob(
         application=str(root / "jobs" / "match.py"),
         args=tuple(args),
-        conf={},
+        conf=dict(conf),
         name=f"parity-{plan.validation}-match",
     )
 

@@ -59,7 +59,12 @@ class SparkJob:
 
 
 def build_slice_job(
-    validation: str, chosen: Mapping[str, Any], out: str, run_dir: str, root: Path
+    validation: str,
+    chosen: Mapping[str, Any],
+    out: str,
+    run_dir: str,
+    root: Path,
+    conf: Mapping[str, str] | None = None,
 ) -> SparkJob:
     """``jobs/slice.py`` for the slice ``chosen`` (``RunPlan.slice``): the capture, the
     window, the sample, the number of files; its summary goes to ``run_dir/slice.json``."""
@@ -75,7 +80,7 @@ def build_slice_job(
     return SparkJob(
         application=str(root / "jobs" / "slice.py"),
         args=tuple(args),
-        conf=dict(SLICE_CONF),
+        conf={**(conf or {}), **SLICE_CONF},  # the slice's zone is not the user's to change
         name=f"parity-{validation}-slice",
     )
 
