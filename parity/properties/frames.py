@@ -37,6 +37,8 @@ from parity.properties.elements import Element, Run, freeze, sorted_bag
 from parity.properties.operators import CANONICAL, Physical
 from parity.properties.samples import Sample
 
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
 _SPARK_TYPES: dict[str, DataType] = {
     "int": LongType(),
     "float": DoubleType(),
@@ -119,7 +121,8 @@ class FrameOperator:
         return df.repartition(physical.partitions).sortWithinPartitions(F.rand(seed))
 
     def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run:
-        self.spark.conf.set("spark.sql.shuffle.partitions", str(physical.shuffle_partitions))
+        before = self.spark.conf.get(SHUFFLE_PARTITIONS) or "200"  # a shared session gets it back
+        self.spark.conf.set(SHUFFLE_PARTITIONS, str(physical.shuffle_partitions))
         frames = [self.frame(test, port, physical) for port in range(self.ports)]
         try:
             result = self.target(*frames)
@@ -130,7 +133,7 @@ class FrameOperator:
             text = " ".join(str(exc).split())[:300]
             return Run(output=(), error=f"{type(exc).__name__}: {text}")
         finally:
-            self._reset()
+            self.spark.conf.set(SHUFFLE_PARTITIONS, before)
         return Run(output=sorted_bag(freeze(row.asDict(recursive=True)) for row in rows))
 
     def _local(self, data: list[tuple[Any, ...]], schema: StructType) -> DataFrame:
@@ -151,9 +154,6 @@ class FrameOperator:
 
     def _timezone(self) -> str:
         return self.spark.conf.get("spark.sql.session.timeZone") or "UTC"
-
-    def _reset(self) -> None:
-        self.spark.conf.set("spark.sql.shuffle.partitions", str(CANONICAL.shuffle_partitions))
 
 
 def _aware(value: Any) -> Any:
