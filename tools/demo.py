@@ -326,14 +326,16 @@ def run_validation(path: Path, log: Path) -> tuple[str, str, str, float]:
 
     started = time.monotonic()
     terminal = os.dup(1)  # where progress goes while Airflow's and Spark's output is quieted
-    with _quiet(log), _task_logs(log, progress=_progress(terminal, path.stem)):
-        if _BAG is None:
-            from airflow.dag_processing.dagbag import DagBag
+    try:
+        with _quiet(log), _task_logs(log, progress=_progress(terminal, path.stem)):
+            if _BAG is None:
+                from airflow.dag_processing.dagbag import DagBag
 
-            _BAG = DagBag(dag_folder=str(ROOT / "dags"))
-        dag = _BAG.dags[dag_id_for(_name(path.read_text(encoding="utf-8")) or path.stem)]
-        run = dag.test()
-    os.close(terminal)
+                _BAG = DagBag(dag_folder=str(ROOT / "dags"))
+            dag = _BAG.dags[dag_id_for(_name(path.read_text(encoding="utf-8")) or path.stem)]
+            run = dag.test()
+    finally:
+        os.close(terminal)
     return dag.dag_id, run.run_id, str(run.state), time.monotonic() - started
 
 
