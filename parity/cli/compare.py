@@ -1,14 +1,15 @@
 """``parity compare``: two outputs under a validation spec, on the core or on a local Spark.
 
     parity compare REFERENCE CANDIDATE --spec SPEC.yaml [--json] [--limit N]
-                   [--engine auto|core|spark] [--db URL]
+                   [--engine auto|core|spark] [--db URL] [--progress | --no-progress]
 
 ``core`` streams both outputs through the matcher in this process
 (``matcher.files.compare``); ``spark`` matches them on a local Spark partitioned by the
 dependence key (``matcher.spark.outputs``); ``auto`` takes Spark when either output is a
 directory. Exit 0 equivalent, 1 divergent, 2 error. A spec with ``properties:`` is first held
 against the stored properties runs of its operators: a warning line on stderr for each it
-contradicts (``--db``: that store).
+contradicts (``--db``: that store). On a terminal, stderr shows which step runs and for how
+long (``parity.cli.progress``; ``--progress``/``--no-progress`` to choose).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from matcher.files.compare import compare_files
 from matcher.spec import Spec, load_spec
 from matcher.verdict import Verdict
 from parity.cli.commands import SUMMARY
+from parity.cli.progress import Progress, add_progress_option
 from parity.cli.render import Comparison, render_json, render_text
 
 EXIT_EQUIVALENT = 0
@@ -68,6 +70,7 @@ def add_compare_parser(commands: Any) -> None:
         help="results database whose properties runs the spec's properties: are held "
         "against (default: PARITY_DB_URL, ...)",
     )
+    add_progress_option(compare)
     compare.set_defaults(run=run_compare)
 
 
@@ -75,11 +78,20 @@ def add_compare_parser(commands: Any) -> None:
 
 
 def run_compare(args: argparse.Namespace, out: TextIO) -> int:
-    spec = load_spec(args.spec)
-    for line in property_warnings(spec, getattr(args, "db", None)):
-        print(line, file=sys.stderr)
+    progress = Progress.start("compare", getattr(args, "progress", None))
+    with progress.heartbeat():
+        progress.step(f"reading the spec {args.spec}")
+        spec = load_spec(args.spec)
+        if spec.properties:
+            progress.step("holding the spec against the stored properties runs")
+        for line in property_warnings(spec, getattr(args, "db", None)):
+            print(line, file=sys.stderr)
+        return _run_guarded(spec, args, out, progress)
+
+
+def _run_guarded(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     try:
-        return _run_compare(spec, args, out)
+        return _run_compare(spec, args, out, progress)
     except Exception as exc:  # a spec's function that raised is the user's to fix
         from matcher.spark.failures import known_failure
 
@@ -106,16 +118,25 @@ def property_warnings(spec: Spec, db: str | None) -> list[str]:
         return []
 
 
-def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO) -> int:
+def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     dependence, equality = spec.build_dependence(), spec.build_equality()
     engine = args.engine
     if engine == "auto":
         directories = os.path.isdir(args.reference) or os.path.isdir(args.candidate)
         engine = "spark" if directories else "core"
     if engine == "spark":
-        verdict = _compare_on_spark(spec, args.reference, args.candidate, args.limit)
+        verdict = _compare_on_spark(spec, args.reference, args.candidate, args.limit, progress)
     else:
+        # The core streams both outputs through the matcher: reading is matching.
+        progress.step(
+            f"reading and matching {args.reference} (reference) and {args.candidate} "
+            "(candidate) in this process"
+        )
         verdict = compare_files(spec, args.reference, args.candidate, args.limit)
+    progress.step(
+        f"done: {'equivalent' if verdict.equivalent else 'divergent'} "
+        f"({verdict.total_divergences} divergences)"
+    )
     comparison = Comparison(
         spec_name=spec.name,
         spec_file=spec.source,
@@ -130,7 +151,10 @@ def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_EQUIVALENT if verdict.equivalent else EXIT_DIVERGENT
 
 
-def _compare_on_spark(spec: Spec, reference: str, candidate: str, limit: int) -> Verdict:
+def _compare_on_spark(
+    spec: Spec, reference: str, candidate: str, limit: int, progress: Progress
+) -> Verdict:
+    progress.step("loading PySpark")
     from matcher.failures import first_line
     from matcher.spark.failures import is_spark_error
     from matcher.spark.outputs import compare_on_spark
@@ -140,7 +164,13 @@ def _compare_on_spark(spec: Spec, reference: str, candidate: str, limit: int) ->
         if not os.path.exists(path):
             raise InputError(f"{path}: no such file or directory")
     try:
-        return compare_on_spark(local_session(), spec, reference, candidate, limit=limit).verdict
+        progress.step("starting a local Spark")
+        session = local_session()
+        progress.step(
+            f"reading and matching {reference} (reference) and {candidate} (candidate) "
+            "on Spark, partitioned by the dependence key"
+        )
+        return compare_on_spark(session, spec, reference, candidate, limit=limit).verdict
     except Exception as exc:  # Spark's own errors: translate at the boundary
         if is_spark_error(exc):
             raise InputError(first_line(exc)) from exc

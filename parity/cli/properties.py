@@ -4,11 +4,13 @@
                       [--shape dataframe|stream|pair] [--technique T] [--budget N] [--seed S]
                       [--evidence-dir DIR] [--blocking-limit SECONDS] [--json] [--suggest-spec]
                       [--db URL] [--home DIR] [--no-store] [--run-id ID] [--validation NAME]
+                      [--progress | --no-progress]
 
 SAMPLE (JSON lines, CSV or Parquet) is the operator's input; for ``--shape pair`` it is
 port 0's (left) input and ``--sample-right`` port 1's (right; without it, both ports take
 rows of SAMPLE's schema). The run is stored as kind ``properties`` (``parity.cli.property_runs``;
-``--no-store``: not), its id printed on stderr. Exit 0 when it ran, whatever it found; 2 on
+``--no-store``: not), its id printed on stderr; on a terminal, stderr also shows which step
+runs and for how long (``parity.cli.progress``). Exit 0 when it ran, whatever it found; 2 on
 bad input::
 
     nondeterminism          potentially deterministic (30 tests, 0.01 s)
@@ -27,6 +29,7 @@ from typing import Any, TextIO
 
 from matcher.errors import InputError
 from parity.cli.commands import SUMMARY
+from parity.cli.progress import Progress, add_progress_option
 from parity.cli.property_runs import Storage, store_report
 from parity.properties.generation import CHOICES, evidence_path, parse_technique, save_evidence
 from parity.properties.loading import load_subject, reused_tests
@@ -111,6 +114,7 @@ def add_properties_parser(commands: Any) -> None:
         action="store_true",
         help="print the dependence, equality and noise sections the properties imply",
     )
+    add_progress_option(parser)
     parser.set_defaults(run=run_properties)
 
 
@@ -128,6 +132,12 @@ def _whole(least: int) -> Any:
 
 
 def run_properties(args: argparse.Namespace, out: TextIO) -> int:
+    progress = Progress.start("properties", getattr(args, "progress", None))
+    with progress.heartbeat():
+        return _run_properties(args, out, progress)
+
+
+def _run_properties(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
     import random
 
     started = dt.datetime.now(dt.UTC)
@@ -135,6 +145,7 @@ def run_properties(args: argparse.Namespace, out: TextIO) -> int:
     if args.blocking_limit <= 0:
         raise InputError("--blocking-limit: expected a number of seconds > 0")
     samples = [args.sample] + ([args.sample_right] if args.sample_right else [])
+    progress.step(f"operator {args.operator}: loading it and its sample {', '.join(samples)}")
     subject = load_subject(args.operator, samples, args.key, args.shape, args.blocking_limit)
     evidence_dir = args.evidence_dir or (
         str(Path(args.home).expanduser() / "properties") if args.home else None
@@ -142,11 +153,17 @@ def run_properties(args: argparse.Namespace, out: TextIO) -> int:
     reused = reused_tests(evidence_dir, args.operator, subject.domains)
     plan = Plan(techniques, args.budget, args.seed, subject.domains, tuple(reused))
     context = Context(subject.operator, tuple(args.key), random.Random(args.seed))
+    progress.step(
+        f"operator {args.operator}: testing {len(PROPERTIES)} properties "
+        f"({technique_label(techniques)}, budget {args.budget} tests each)"
+    )
     report = check_operator(context, plan, technique_label(techniques))
+    progress.step(f"operator {args.operator}: tested in {report.seconds:.1f}s")
     found = report.evidence_tests()
     if found:
         save_evidence(evidence_path(evidence_dir, args.operator), args.operator, found)
     if not args.no_store:
+        progress.step("storing the run")
         storage = _storage(args, started)
         run_id = store_report(report, storage, samples, _output_columns(report))
         print(f"properties: stored run {run_id} (parity report {run_id})", file=sys.stderr)

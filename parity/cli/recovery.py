@@ -3,12 +3,15 @@ then checked (``parity.recovery``).
 
     parity recovery SPEC.yaml [--crashes N] [--seed S] [--kill driver|executor]
                     [--master URL] [--root DIR] [--home DIR] [--db URL] [--json]
+                    [--progress | --no-progress]
 
 Exit 0 when the crashed run's output is the one an uncrashed run gives, 1 when it is not
 (loss, duplication, reordering or corruption), 2 when the run could not be completed (the
 job failed on its own, stalled, ran out of time) or on a bad spec. The run is stored as kind
 ``recovery``: ``parity history`` lists it, ``parity report RUN_ID`` shows its crash log.
-Progress goes to stderr, one line per step; the verdict to stdout.
+The run's id and workspace go to stderr; on a terminal, so does its progress (each step,
+the seconds elapsed, repeated while a step runs: ``parity.cli.progress``;
+``--progress``/``--no-progress`` to choose); the verdict to stdout.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from matcher.spec import load_spec
 from matcher.store.config import DEFAULT_HOME, HOME_VARIABLE
 from matcher.store.records import RunRecord
 from parity.cli.commands import SUMMARY
+from parity.cli.progress import Progress, add_progress_option
 from parity.recovery.runner import find_spark_submit, plan_recovery, recover, spark_env
 from parity.views.printable import printable
 from parity.views.report import crash_moment, report_document
@@ -60,10 +64,12 @@ def add_recovery_parser(commands: Any) -> None:
     )
     recovery.add_argument("--db", metavar="URL", help="results database (default: PARITY_DB_URL)")
     recovery.add_argument("--json", action="store_true", help="print the run as one JSON object")
+    add_progress_option(recovery)
     recovery.set_defaults(run=run_recovery)
 
 
 def run_recovery(args: argparse.Namespace, out: TextIO) -> int:
+    progress = Progress.start("recovery", getattr(args, "progress", None))
     spec = load_spec(args.spec)
     root = Path(args.root or ".").resolve()
     home = Path(args.home or os.environ.get(HOME_VARIABLE) or DEFAULT_HOME).expanduser()
@@ -81,13 +87,15 @@ def run_recovery(args: argparse.Namespace, out: TextIO) -> int:
     # out, as their process groups are their own and would otherwise run on.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        record = recover(
-            plan,
-            env=spark_env(),
-            spark_submit=find_spark_submit(),
-            db=args.db,
-            progress=lambda text: print(f"recovery: {text}", file=sys.stderr, flush=True),
-        )
+        with progress.heartbeat():
+            record = recover(
+                plan,
+                env=spark_env(),
+                spark_submit=find_spark_submit(),
+                db=args.db,
+                progress=progress.step,
+            )
+            progress.step(f"done: {'pass' if record.verdict == 'equivalent' else 'fail'}")
     finally:
         signal.signal(signal.SIGTERM, previous)
     if args.json:

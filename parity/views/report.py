@@ -13,9 +13,11 @@ which divergences it explains; counts per kind; the schema findings (added, remo
 retyped, nullability, order; divergent or listed); per-side row, key and barrier counts; the
 columns that differed most; each witness as a side-by-side diff of the reference and the
 candidate event with the differing columns highlighted; the expectation results per suite
-with a link to the Great Expectations Data Docs. A recovery run adds its crash log; a
-properties run (no verdict: it judges nothing) shows its properties instead of the
-divergence counts (``parity.views.properties``).
+(each with its arguments, what GX observed, the unexpected counts and GX's sample of
+unexpected values: the page shows offline what GX's Data Docs, which load their styles and
+scripts from public CDNs, show only online) with a link to the Data Docs. A recovery run
+adds its crash log; a properties run (no verdict: it judges nothing) shows its properties
+instead of the divergence counts (``parity.views.properties``).
 
 The page needs no network: inline CSS, no script, no external resource. Every value that
 came from data (events, keys, column names, versions, errors, expectation results) is
@@ -54,6 +56,8 @@ MISSING = "—"
 SIDES = ("reference", "candidate")
 #: noisy keys (and other lists in the noise report) shown on the page; the rest are counted
 NOISE_ITEMS = 20
+#: unexpected values of an expectation shown on the page (GX keeps up to 20)
+UNEXPECTED_ITEMS = 20
 #: the URL schemes a page links to; any other (``javascript:``, ``data:``) is shown as text
 SAFE_SCHEMES = ("http", "https", "file")
 
@@ -283,6 +287,7 @@ def render_report_html(record: RunRecord, *, links: Mapping[str, str] = {}) -> s
             if label != DATA_DOCS_LINK
         ],
         data_docs=data_docs,
+        expectation_suites=[_suite_view(suite) for suite in document["expectations"]["suites"]],
         witnesses=[_witness_view(d, record.total_divergences) for d in document["divergences"]],
         side_metrics=_side_metrics(document["sides"]),
         scalar_stats=_scalar_stats(document["stats"]),
@@ -366,6 +371,52 @@ def _duration(seconds: float | None) -> str:
     if hours:
         return f"{hours}h {minutes}m {rest:.0f}s"
     return f"{minutes}m {rest:.1f}s" if minutes else f"{rest:.1f}s"
+
+
+def _suite_view(suite: Mapping[str, Any]) -> dict[str, Any]:
+    """A suite's results as the page's rows: what GX observed in words, and the sample of
+    unexpected values it kept (``partial_unexpected_list``), each shown like an event value."""
+    rows = []
+    for result in suite["results"]:
+        details = result["details"] if isinstance(result["details"], Mapping) else {}
+        rows.append(
+            {
+                "expectation_type": result["expectation_type"],
+                "kwargs": compact(result["kwargs"]),
+                "success": result["success"],
+                "observed": _observed(result["observed"]),
+                "unexpected": _unexpected(details.get("partial_unexpected_list")),
+            }
+        )
+    return {**suite, "rows": rows}
+
+
+def _unexpected(sample: Any) -> str:
+    """GX's sample of unexpected values, each as a witness shows a value (``'T9', None``)."""
+    if not isinstance(sample, list) or not sample:
+        return MISSING
+    shown = ", ".join(show(value) for value in sample[:UNEXPECTED_ITEMS])
+    more = len(sample) - UNEXPECTED_ITEMS
+    return f"{shown} ... and {more} more" if more > 0 else shown
+
+
+def _observed(observed: Any) -> str:
+    """GX's observed value; for an expectation about column values (the runner stores its
+    counts), the counts in words: ``2 of 35 unexpected (5.71%); 1 missing, not checked``
+    (GX checks the values that are not null: its percentage is of those)."""
+    counts = observed if isinstance(observed, Mapping) else {}
+    unexpected, total = counts.get("unexpected_count"), counts.get("element_count")
+    if not (isinstance(unexpected, int) and isinstance(total, int)):
+        return show(observed)
+    missing = counts.get("missing_count")
+    missing = missing if isinstance(missing, int) else 0
+    checked = total - missing
+    words = f"{unexpected} of {checked} unexpected"
+    if checked > 0:
+        words += f" ({100 * unexpected / checked:.3g}%)"
+    if missing:
+        words += f"; {missing} missing, not checked"
+    return words
 
 
 def _witness_view(d: Mapping[str, Any], total: int) -> dict[str, Any]:
