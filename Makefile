@@ -4,6 +4,7 @@
 #   make demo    install, then run a handful of bundled validations through Airflow (ALL=1: all)
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
+#   make cluster a bundled validation's DAG on a standalone Spark cluster with shipped code (minutes; not in CI)
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
 #   make fmt     format and auto-fix
@@ -28,7 +29,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install test scale recovery-figures properties-figures lint check demo fmt lock clean
+.PHONY: help install test scale cluster recovery-figures properties-figures lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -54,6 +55,12 @@ test: install
 # 3,000,000) on every layout Spark writes, with and without order_by (tests/test_scale.py).
 scale: install
 	$(BIN)/pytest --scale -m scale --timeout 7200 -p no:cacheprovider tests/test_scale.py
+
+# A bundled validation through its DAG on a real standalone cluster (a master and two workers
+# from pyspark's distribution, executors that cannot import the project but from the shipped
+# zip): tests/test_cluster_validation.py, docs/cluster.md.
+cluster: install
+	$(BIN)/pytest --cluster -m cluster --timeout 1800 -p no:cacheprovider tests/test_cluster_validation.py
 
 # The README's recovery figures: the sequence-window detector and each buggy variant, 10 seeded
 # runs of 5 driver SIGKILLs each, checked by the Wallaroo validator (bench/recovery_figures.py).

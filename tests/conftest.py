@@ -7,7 +7,8 @@
   and no example database written into the work tree;
 * ``dev``: random, 1,000 examples, with the local example database, for hunting bugs.
 
-and the ``--scale`` option: tests marked ``scale`` (millions of rows) run only with it.
+and the ``--scale`` and ``--cluster`` options: tests marked ``scale`` (millions of rows) or
+``cluster`` (a standalone cluster) run only with theirs.
 
 At the end of the session it also detaches py4j's logger (``pytest_unconfigure``).
 """
@@ -41,20 +42,28 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+#: markers whose tests run only with their option: minutes each, behind a make target
+OPT_IN = {
+    "scale": "millions of rows, minutes each (make scale)",
+    "cluster": "a standalone Spark cluster running a validation's DAG, minutes (make cluster)",
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption(
-        "--scale",
-        action="store_true",
-        help="also run the tests marked scale: millions of rows, minutes each (make scale)",
-    )
+    for marker, what in OPT_IN.items():
+        parser.addoption(
+            f"--{marker}", action="store_true", help=f"also run the tests marked {marker}: {what}"
+        )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``scale`` run only with ``--scale``; otherwise they are deselected, not
-    skipped, so the default run neither starts their session nor writes their data."""
-    if config.getoption("--scale"):
+    """Tests marked ``scale`` (``cluster``) run only with ``--scale`` (``--cluster``);
+    otherwise they are deselected, not skipped, so the default run neither starts their
+    sessions nor writes their data."""
+    left_out = [m for m in OPT_IN if not config.getoption(f"--{m}")]
+    if not left_out:
         return
-    kept = [item for item in items if item.get_closest_marker("scale") is None]
+    kept = [item for item in items if not any(item.get_closest_marker(m) for m in left_out)]
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[i for i in items if i not in kept])
         items[:] = kept

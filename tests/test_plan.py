@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -481,3 +482,100 @@ def test_parity_s_own_jobs_take_the_specs_spark_settings(root: Path) -> None:
     bad = text.replace("spark.executor.memory: 4g", "executor.memory: 4g")
     with pytest.raises(SpecError, match=r"airflow\.spark_conf.*executor\.memory.*spark"):
         spec_at(root, bad)
+
+
+# --- on a cluster: the project's code for the executors (issue 16) -------------------------
+
+
+def test_the_master_is_the_spark_providers(root: Path) -> None:
+    from parity.airflow.operators import master_url
+
+    assert [
+        master_url("spark", "local[2]", None),
+        master_url("spark", "spark://10.0.0.5:7077", None),
+        master_url("spark", "spark://10.0.0.5", 7077),
+        master_url("spark", "yarn", None),
+        master_url("spark", "k8s://https://api.example:6443", None),
+        master_url("spark", "10.0.0.5", 7077),
+        master_url("k8s", "https://api.example", 6443),
+    ] == [
+        "local[2]",
+        "spark://10.0.0.5:7077",
+        "spark://10.0.0.5:7077",
+        "yarn",
+        "k8s://https://api.example:6443",
+        "spark://10.0.0.5:7077",
+        "k8s://https://api.example:6443",
+    ]
+
+
+def test_on_a_cluster_parity_s_own_jobs_and_the_bundled_apps_ship_the_project(
+    root: Path, tmp_path_factory: Any
+) -> None:
+    """Parity's own jobs (and applications inside the project's packages) are submitted with
+    the project's zip for their executors; a user's application keeps its own ``py_files``;
+    on ``local[...]`` nothing changes and nothing is built."""
+    from parity.airflow.operators import expectations_job, submitted_job
+    from parity.runs.package import ProjectCode
+    from parity.runs.submits import spark_submit_argv
+
+    made = plan(root)
+    run = made.run_dir
+    project = tmp_path_factory.mktemp("project")
+    (project / "jobs").mkdir()
+    (project / "jobs" / "__init__.py").write_text("")
+    code = ProjectCode((("jobs", str(project / "jobs")),))
+    cache = root / "home" / "packages"
+    bundle = f"{cache}/parity-8bd959f3071b440f.zip"
+    master = "spark://10.0.0.5:7077"
+
+    def submit(job: Any, own: bool, on: str = master) -> list[str]:
+        shipped = submitted_job(job, own=own, master=on, code=code, cache_dir=cache)
+        return spark_submit_argv(shipped, spark_submit="spark-submit", master=on)
+
+    match = job_for(made, "match", task_try=1)  # its arguments: asserted whole above
+    assert submit(match, own=True) == [
+        *("spark-submit", "--master", master, "--name", "parity-nightly-match"),
+        *("--conf", f"spark.archives={bundle}#parity-code"),
+        *("--conf", "spark.executorEnv.PYTHONPATH=parity-code"),
+        *match.argv(),
+    ]
+    assert submit(made.jobs["slice"], own=True) == [
+        *("spark-submit", "--master", master, "--name", "parity-nightly-slice"),
+        *("--conf", "spark.sql.session.timeZone=UTC"),
+        *("--conf", f"spark.archives={bundle}#parity-code"),
+        *("--conf", "spark.executorEnv.PYTHONPATH=parity-code"),
+        *made.jobs["slice"].argv(),
+    ]
+    assert submit(expectations_job(made, root), own=True) == [
+        *("spark-submit", "--master", master, "--name", "parity-nightly-expectations"),
+        *("--conf", f"spark.archives={bundle}#parity-code"),
+        *("--conf", "spark.executorEnv.PYTHONPATH=parity-code"),
+        str(root / "jobs/check_expectations.py"),
+        *("--run-id", made.run_id, "--spec", made.spec_file),
+        *("--candidate", f"{run}/candidate", "--reference", f"{run}/reference"),
+        *("--report-dir", f"{run}/report", "--root", str(root)),
+    ]
+    assert [p.name for p in cache.iterdir()] == ["parity-8bd959f3071b440f.zip"]
+    # The user's application (not in the project's packages): its own py_files only.
+    assert submit(made.jobs["candidate"], own=False) == [
+        *("spark-submit", "--master", master, "--name", "parity-nightly-candidate"),
+        *("--py-files", str(root / "lib/helpers.zip")),
+        *made.jobs["candidate"].argv(),
+    ]
+    # An application inside the project's packages (a bundled example) imports it.
+    example = replace(made.jobs["reference"], application=str(project / "jobs" / "app.py"))
+    assert submit(example, own=False) == [
+        *("spark-submit", "--master", master, "--name", "parity-nightly-reference"),
+        *("--conf", "spark.sql.shuffle.partitions=8"),
+        *("--conf", f"spark.archives={bundle}#parity-code"),
+        *("--conf", "spark.executorEnv.PYTHONPATH=parity-code"),
+        str(project / "jobs" / "app.py"),
+        *made.jobs["reference"].args,
+    ]
+    # local[...]: the executors are the driver's threads; nothing to ship, nothing built.
+    local_cache = root / "local-packages"
+    for on in ("local[2]", "local[*]", "local"):
+        job = job_for(made, "match", task_try=1)
+        assert submitted_job(job, own=True, master=on, code=code, cache_dir=local_cache) == job
+    assert not local_cache.exists()

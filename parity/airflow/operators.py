@@ -17,6 +17,16 @@ builds from the run's plan (the ``plan`` task's XCom)::
 
 The store's URL is not an argument (it may hold a password): the job reads PARITY_DB_URL,
 as the match job does. Imported by the DAG factory only; imports no Great Expectations.
+
+On a cluster (the connection's master is not ``local[...]``) both operators submit, through
+``submitted_job``, Parity's own jobs (slice, match, expectations) and the applications that are
+modules of its packages (the bundled examples) with the project's code for the executors
+(``parity.runs.package``: one zip per content under ``$PARITY_HOME/packages/``)::
+
+    --conf spark.archives=$PARITY_HOME/packages/parity-<digest>.zip#parity-code
+    --conf spark.executorEnv.PYTHONPATH=parity-code
+
+A user's own application gets its spec's ``py_files`` only; on ``local[...]`` nothing is added.
 """
 
 from __future__ import annotations
@@ -28,9 +38,14 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from parity.airflow.plan import PLAN_TASK, RunPlan, job_for
+from parity.runs.package import ProjectCode, is_local_master, ship_project
 from parity.runs.submits import SparkJob
 
 EXPECTATIONS_TASK = "expectations"
+#: the plan's jobs that are Parity's own (the expectations job is ``ExpectationsOperator``'s)
+OWN_JOBS = ("slice", "match")
+#: where, under the Parity home, the project's zips are cached (one per content)
+PACKAGES_DIR = "packages"
 DOC = (
     "Runs the spec's Great Expectations suites on the outputs and the expectations derived "
     "from the reference's profile on the candidate (`jobs/check_expectations.py`); stores the "
@@ -53,6 +68,54 @@ def expectations_job(plan: RunPlan, root: Path, conf: Mapping[str, str] | None =
     )
 
 
+def master_url(conn_type: str | None, host: str | None, port: int | None) -> str:
+    """The master the Spark provider's hook submits to for a connection, by its rule
+    (``SparkSubmitHook._resolve_connection``): a ``spark`` connection's host when it holds a
+    whole URL (``spark://h:7077``, ``k8s://https://h``) or has no port (``local[2]``,
+    ``yarn``), else ``TYPE://HOST``; then ``:PORT`` when the connection has one."""
+    if conn_type == "spark" and host and ("://" in host or not port):
+        master = host
+    else:
+        master = f"{conn_type}://{host or ''}"
+    return f"{master}:{port}" if port else master
+
+
+def spark_master(conn_id: str) -> str:
+    """The master of the Spark connection ``conn_id``; ``yarn`` when there is no such
+    connection, as the hook then defaults to."""
+    from airflow.providers.common.compat.sdk import AirflowException, BaseHook
+
+    try:
+        conn = BaseHook.get_connection(conn_id)
+    except AirflowException:
+        return "yarn"
+    return master_url(conn.conn_type, conn.host, conn.port)
+
+
+def submitted_job(
+    job: SparkJob,
+    *,
+    own: bool,
+    master: str,
+    code: ProjectCode | None = None,
+    cache_dir: Path | None = None,
+) -> SparkJob:
+    """``job`` as it is submitted to ``master``: on a cluster, when it is Parity's own
+    (``own``) or its application is a module of the project's packages, with the project's
+    zip for its executors (built into ``cache_dir``, default ``$PARITY_HOME/packages``, unless
+    the same code is already there); otherwise as planned."""
+    if is_local_master(master):
+        return job
+    code = ProjectCode.installed() if code is None else code
+    if not (own or code.contains(job.application)):
+        return job
+    if cache_dir is None:
+        from parity.airflow.factory import parity_home
+
+        cache_dir = parity_home() / PACKAGES_DIR
+    return ship_project(job, str(code.bundle(cache_dir)))
+
+
 class ParitySparkSubmitOperator(SparkSubmitOperator):
     """Submits one job of the run's plan (the ``plan`` task's XCom)."""
 
@@ -65,6 +128,7 @@ class ParitySparkSubmitOperator(SparkSubmitOperator):
         ti = context["ti"]
         plan = RunPlan.from_dict(ti.xcom_pull(task_ids=PLAN_TASK))
         job = job_for(plan, self.job, task_try=ti.try_number)
+        job = submitted_job(job, own=self.job in OWN_JOBS, master=spark_master(self._conn_id))
         self.application = job.application
         self.application_args = list(job.args)
         self.conf = dict(job.conf)
@@ -100,6 +164,7 @@ class ExpectationsOperator(SparkSubmitOperator):
         super().render_template_fields(context, jinja_env)
         plan = RunPlan.from_dict(context["ti"].xcom_pull(task_ids=PLAN_TASK))
         job = expectations_job(plan, Path(self.root), self.spark_conf)
+        job = submitted_job(job, own=True, master=spark_master(self._conn_id))
         self.application = job.application
         self.application_args = list(job.args)
         self.conf = dict(job.conf)
