@@ -24,14 +24,14 @@ nothing early and ``detected_at`` stays ``None``.
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Hashable, Iterable, Iterator, Mapping
-from itertools import zip_longest
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from itertools import chain, repeat, zip_longest
 from typing import cast
 
 from matcher.classify import Classifier, merge_moves
 from matcher.dependence import Dependence
 from matcher.diff import Op, align
-from matcher.equality import PLAIN, Equality, Event
+from matcher.equality import _FLAT, PLAIN, Equality, Event
 from matcher.errors import InputError, MatcherError
 from matcher.pairing import needs_pairing, settle
 from matcher.pools import Entry, KeyedPool
@@ -155,22 +155,26 @@ class StreamMatcher:
     def feed(self, reference: Iterable[Event], candidate: Iterable[Event]) -> None:
         """Push both streams, alternating one event from each (a fair interleaving)."""
         events = _interleave(reference, candidate)
-        if isinstance(self._pools[0], KeyedPool) and self.equality.is_plain:
-            self._feed_keyed(events)
+        equal = _keyed_equal(self.equality)
+        if isinstance(self._pools[0], KeyedPool) and equal is not None:
+            self._feed_keyed(events, equal)
             return
         push = self._push
         for side, event in events:
             push(side, event)
 
-    def _feed_keyed(self, events: Iterator[tuple[int, Event]]) -> None:
-        """``feed`` for per-key queues (``by_key``, ``ordered``) and plain equality.
+    def _feed_keyed(
+        self, events: Iterator[tuple[int, Event]], equal: Callable[[Event, Event], bool]
+    ) -> None:
+        """``feed`` for per-key queues (``by_key``, ``ordered``) and plain equality, or
+        plain but for ignored columns (``equal``, from ``_keyed_equal``).
 
         The common case of ``_push`` inlined: when the event's own side holds nothing of its
         key, it either matches the other side's head or joins its own queue; the rest (a
         mismatch, a key held on both sides after a divergence, a bad event) goes through
         ``_push`` with the counters written back around it.
         """
-        route, equal = self._route, self.equality.equal
+        route = self._route
         pools = cast("tuple[KeyedPool, KeyedPool]", self._pools)
         queues = (pools[0].queues, pools[1].queues)
         lengths = self._lengths
@@ -265,16 +269,51 @@ class StreamMatcher:
 _BAD_KEY = object()  # an event whose key cannot be read: ``_push`` reports it
 
 
+def _keyed_equal(equality: Equality) -> Callable[[Event, Event], bool] | None:
+    """``equality.equal``, fast, for the fast path of ``feed``: for plain equality, and for
+    plain equality but for ignored columns (the usual spec: a run's timestamp or sequence
+    number ignored), which ``Equality.equal`` decides column by column by the rules. Here
+    the common case, the same columns holding values of one flat class each that ``==``
+    calls equal, is decided as the plain path decides it (``Equality.equal``); anything
+    else goes to the rules. ``None`` for the other equalities."""
+    if equality.is_plain:
+        return equality.equal
+    if (
+        not equality.ignore
+        or equality.function is not None
+        or equality.tolerance
+        or equality.normalize
+        or not equality.nan_equal
+    ):
+        return None
+    ignore, rules = equality.ignore, equality.equal
+
+    def equal(a: Event, b: Event) -> bool:
+        if a.keys() != b.keys():
+            return rules(a, b)
+        for column, value in a.items():
+            if column in ignore:
+                continue
+            kind = value.__class__
+            other = b[column]
+            if kind is not other.__class__ or kind not in _FLAT or value != other:
+                return rules(a, b)
+        return True
+
+    return equal
+
+
 def _interleave(
     reference: Iterable[Event], candidate: Iterable[Event]
 ) -> Iterator[tuple[int, Event]]:
-    """One event from each side in turn, then the rest of the longer side."""
-    end: Event = {}  # a fresh object: identity marks an exhausted side
-    for x, y in zip_longest(reference, candidate, fillvalue=end):
-        if x is not end:
-            yield 0, x
-        if y is not end:
-            yield 1, y
+    """One event from each side in turn, then the rest of the longer side.
+
+    Built of C iterators only (no Python frame per event; this is the matcher's hot path):
+    each side's events tagged with its index, paired, flattened, and the ``None`` that
+    stands for an exhausted side dropped (a tagged event is a non-empty tuple, never
+    false)."""
+    pairs = zip_longest(zip(repeat(0), reference), zip(repeat(1), candidate))
+    return filter(None, chain.from_iterable(pairs))
 
 
 def resynchronise(

@@ -278,3 +278,14 @@ def test_json_columns_look_at_a_bounded_sample(
 
 def test_columns_of_an_empty_json_output_are_unknown(tmp_path: Path) -> None:
     assert read_columns(write(tmp_path / "out.jsonl", "")) is None
+
+
+def test_parity_reader_lines_forces_the_per_line_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path / "out.jsonl", '{"a": 1}\n{"a": 2}\n')
+    [columnar] = list(readers.json_event_batches(path))
+    assert (columnar.events, columnar.decoded) == ([{"a": 1}, {"a": 2}], ())
+    monkeypatch.setenv(readers.READER_VARIABLE, "lines")
+    [per_line] = list(readers.json_event_batches(path))
+    assert (per_line.events, per_line.decoded) == ([{"a": 1}, {"a": 2}], (0, 1))

@@ -6,18 +6,33 @@ Both outputs are read as streams (``matcher.files.readers``) and fed, interleave
 online matcher (``matcher.online.StreamMatcher``); memory follows the unmatched events only,
 unless ``output.order_by`` asks for a sort, which holds an output whole. The schema findings
 (``matcher.files.output_schema``) join the verdict (``matcher.schema.judge``).
+
+A JSON lines output's schema is inferred from every object, which used to cost a pass of
+its own before the events'. Two JSON lines outputs are now matched in the pass that infers
+their schemas, on the bet that the events need no projection (the two schemas have the same
+columns at the same types, the usual case): the verdict is then the one the two passes
+give. When they need one, the events are matched again, projected; when the pass fails
+(an unreadable line, a key the dependence cannot read...), the two passes run as before,
+so that the error raised is theirs, in their order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
 from matcher.errors import InputError
-from matcher.files.output_schema import schema_plan
-from matcher.files.readers import read_columns, read_events
+from matcher.files.output_schema import JsonInference, SchemaPlan, plan_schemas, schema_plan
+from matcher.files.readers import (
+    _with_nulls,
+    data_files,
+    json_event_batches,
+    read_columns,
+    read_events,
+)
 from matcher.online import StreamMatcher
-from matcher.schema import judge
+from matcher.schema import Schema, judge
 from matcher.spec import Spec
 from matcher.verdict import Verdict
 
@@ -31,7 +46,13 @@ def compare_files(spec: Spec, reference: str, candidate: str, limit: int) -> Ver
     ):
         if columns:
             spec.check_columns(columns, where=f"{side} {path}", other=other)
-    schemas = schema_plan(spec, reference, candidate)  # findings, and the compared columns
+    schemas = None
+    if not spec.output.order_by and _json_lines(reference, fmt) and _json_lines(candidate, fmt):
+        verdict, schemas = _one_pass(spec, (reference, candidate), known, limit)
+        if verdict is not None:
+            return verdict
+    if schemas is None:
+        schemas = schema_plan(spec, reference, candidate)  # findings, the compared columns
     matcher = StreamMatcher(spec.build_dependence(), spec.build_equality(), limit=limit)
     # A JSON object lacking one of its output's columns holds a null there.
     matcher.feed(
@@ -39,6 +60,64 @@ def compare_files(spec: Spec, reference: str, candidate: str, limit: int) -> Ver
         schemas.events(1, _events(spec, candidate, known[1])),
     )
     return judge(matcher.finish(), schemas.diff)
+
+
+def _json_lines(path: str, fmt: str | None) -> bool:
+    return all(f in ("json", "jsonl") for _, f in data_files(path, fmt))
+
+
+def _one_pass(
+    spec: Spec, paths: tuple[str, str], known: list[tuple[str, ...]], limit: int
+) -> tuple[Verdict | None, SchemaPlan | None]:
+    """Match two JSON lines outputs while inferring their schemas: the verdict when the
+    events needed no projection, else the schema plan to match them with (``None`` when
+    the pass failed: the caller's two passes then say why)."""
+    inferences = (JsonInference(), JsonInference())
+    matcher = StreamMatcher(spec.build_dependence(), spec.build_equality(), limit=limit)
+    try:
+        matcher.feed(
+            _inferring(spec, paths[0], known[0], inferences[0]),
+            _inferring(spec, paths[1], known[1], inferences[1]),
+        )
+        schemas = [
+            _schema(spec, path, inference)
+            for path, inference in zip(paths, inferences, strict=True)
+        ]
+        plan = plan_schemas(spec, schemas[0], schemas[1])
+    except Exception:  # any: the two passes raise it again, or what comes before it there
+        return None, None
+    if plan.projections != (None, None):
+        return None, plan
+    return judge(matcher.finish(), plan.diff), plan
+
+
+def _schema(spec: Spec, path: str, inference: JsonInference) -> Schema | None:
+    return inference.schema(path, [file for file, _ in data_files(path, spec.output.format)])
+
+
+def _inferring(
+    spec: Spec, path: str, columns: Sequence[str], inference: JsonInference
+) -> Iterator[dict[str, Any]]:
+    """``read_events`` of a JSON lines output, each batch added to ``inference`` first.
+
+    The batches are chained in C, not yielded from a Python frame event by event; a
+    batch's error is raised when the chain asks for the next batch, after its events."""
+    return chain.from_iterable(_inferred_batches(spec, path, columns, inference))
+
+
+def _inferred_batches(
+    spec: Spec, path: str, columns: Sequence[str], inference: JsonInference
+) -> Iterator[Iterable[dict[str, Any]]]:
+    wanted = frozenset(columns)
+    for file, _ in data_files(path, spec.output.format):
+        for batch in json_event_batches(file):
+            inference.add(batch)  # before ``_with_nulls`` adds the missing columns
+            events: Iterable[dict[str, Any]] = batch.events
+            if columns and not batch.complete(wanted):
+                events = _with_nulls(iter(batch.events), columns)
+            yield events
+            if batch.error is not None:
+                raise batch.error
 
 
 def _events(spec: Spec, path: str, columns: Sequence[str]) -> Iterable[dict[str, Any]]:

@@ -34,12 +34,13 @@ from typing import Any
 
 from matcher.columns import Group, check_groups, join, name_problem
 from matcher.errors import InputError
+from matcher.files.columnar import JsonBatch
 from matcher.files.readers import (
     _csv_records,
-    _json_objects,
     _one_line,
     _parquet_file,
     data_files,
+    json_event_batches,
     json_name_error,
 )
 from matcher.schema import (
@@ -74,17 +75,43 @@ def read_schema(path: str | Path, format: str | None = None) -> Schema | None:
             check_groups(f"{first}: line {number}", "header", [("", header)])
             return Schema(tuple(Field(name, "string") for name in header))
         return None
-    inferred: dict[str, Inferred] = {}
+    inference = JsonInference()
     for file, _ in files:
-        for _, event in _json_objects(file):
-            for name, value in event.items():
+        for batch in json_event_batches(file):
+            inference.add(batch)
+            if batch.error is not None:
+                raise batch.error
+    return inference.schema(path, [file for file, _ in files])
+
+
+class JsonInference:
+    """The schema of JSON lines, inferred batch by batch (``add``) as they are read, so
+    that ``matcher.files.compare`` infers it in the pass that matches the events."""
+
+    def __init__(self) -> None:
+        self._inferred: dict[str, Inferred] = {}
+
+    def add(self, batch: JsonBatch) -> None:
+        """Merge a batch's types in; before its events are changed (nulls added)."""
+        inferred = self._inferred
+        # The columnar rows' types are their columns' (merge is commutative and associative).
+        for name, type_ in batch.column_types:
+            inferred[name] = merge(inferred.get(name, _NULL), type_)
+        events = batch.events
+        for i in batch.decoded:
+            for name, value in events[i].items():
                 inferred[name] = merge(inferred.get(name, _NULL), json_type(value))
-    if not inferred:
-        return None
-    problem = name_problem(_inferred_groups("", inferred.items()))
-    if problem is not None:  # names that differ only in case: find the line that says so
-        raise json_name_error([file for file, _ in files]) or problem.error(str(path), "objects")
-    return Schema(tuple(Field(name, render(inferred[name])) for name in sorted(inferred)))
+
+    def schema(self, path: str | Path, files: list[Path]) -> Schema | None:
+        """The schema of everything added (``None``: no object), or the error of names
+        that differ only in case, at the first line that has them."""
+        inferred = self._inferred
+        if not inferred:
+            return None
+        problem = name_problem(_inferred_groups("", inferred.items()))
+        if problem is not None:  # names that differ only in case: find the line that says so
+            raise json_name_error(files) or problem.error(str(path), "objects")
+        return Schema(tuple(Field(name, render(inferred[name])) for name in sorted(inferred)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +137,11 @@ def schema_plan(spec: Spec, reference: str, candidate: str) -> SchemaPlan:
     other columns without one are compared as read (``matcher.schema``)."""
     ref = read_schema(reference, spec.output.format)
     cand = read_schema(candidate, spec.output.format)
+    return plan_schemas(spec, ref, cand)
+
+
+def plan_schemas(spec: Spec, ref: Schema | None, cand: Schema | None) -> SchemaPlan:
+    """``schema_plan`` of two schemas already read."""
     if ref is None or cand is None:  # an empty output: nothing to compare the other with
         return SchemaPlan(SchemaDiff(spec.schema.mode), (None, None))
     ignored = spec.equality.ignore

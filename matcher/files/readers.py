@@ -31,6 +31,12 @@ object or across objects, are found by the schema's inference, which reads every
 
 Every problem is an ``InputError`` of one line naming the file (and line, where there is
 one): the CLI prints it as is.
+
+JSON lines are read a block at a time with pyarrow (``matcher.files.columnar``), which
+gives the events this module's per-line reader gives, and hands it every line it cannot
+vouch for, so values, key order and errors are the per-line reader's. A gzipped file is
+read line by line; so is every file when ``PARITY_READER=lines`` is set (to compare the
+two readers, as ``bench/compare_files.py --reader lines`` does).
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ import csv
 import gzip
 import io
 import json
-from collections.abc import Iterable, Iterator, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +64,15 @@ from matcher.columns import (
 )
 from matcher.errors import InputError
 from matcher.files.arrow_columns import check_arrow_schema
+from matcher.files.columnar import JsonBatch, json_batches
 from matcher.files.sink_log import logged_files
 from matcher.formats import FORMATS, check_format, format_of_name, is_data_file
 
 PARQUET_BATCH_ROWS = 8192
+#: set to ``lines`` to read JSON lines with the per-line reader only (the columnar one is
+#: proven to give the same events; the variable is there to compare the two)
+READER_VARIABLE = "PARITY_READER"
+LINE_BATCH = 4096  # objects per ``JsonBatch`` of the per-line reader
 #: how many JSON objects ``read_columns`` looks at: Spark drops null fields from JSON lines,
 #: so one object may lack a column that the output has
 COLUMN_SAMPLE = 1000
@@ -170,8 +182,7 @@ def _read_file(path: Path, file_format: str) -> Iterator[Event]:
     elif file_format == "csv":
         yield from _csv_events(path)
     else:
-        for _, event in _json_objects(path):
-            yield event
+        yield from _json_events(path)
 
 
 def _open(path: Path) -> io.BufferedIOBase:
@@ -191,30 +202,47 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with _open(path) as stream:
         try:
             for number, raw in enumerate(stream, start=1):
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise InputError(
-                        f"{path}: line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} "
-                        f"at column {exc.start + 1})"
-                    ) from exc
-                if number == 1 and text.startswith(codecs.BOM_UTF8.decode("utf-8")):
-                    text = text[1:]
-                yield number, text
+                yield number, _line_text(path, number, raw)
         except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
             raise InputError(f"{path}: cannot read: {exc}") from exc
 
 
+def _line_text(path: Path, number: int, raw: bytes) -> str:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} "
+            f"at column {exc.start + 1})"
+        ) from exc
+    if number == 1 and text.startswith(codecs.BOM_UTF8.decode("utf-8")):
+        text = text[1:]
+    return text
+
+
 def _json_objects(path: Path) -> Iterator[tuple[int, Event]]:
-    """The file's objects with their lines; an object that names a key twice, at any depth,
-    is an error (``json.loads`` would keep the last value). A line is decoded without the
-    check when ``vouches_unique`` proves it needless; from the first line it cannot vouch
-    for (nested objects), the rest of the file is decoded with it."""
-    decode = decode_plain
+    """The file's objects with their lines, read line by line (``_object_decoder``)."""
+    decode = _object_decoder(path)
     for number, text in _lines(path):
+        value = decode(number, text)
+        if value is not None:
+            yield number, value
+
+
+def _object_decoder(path: Path) -> Callable[[int, str], Event | None]:
+    """Decodes one line of ``path`` to its object, ``None`` for a blank line.
+
+    An object that names a key twice, at any depth, is an error (``json.loads`` would keep
+    the last value). A line is decoded without the check when ``vouches_unique`` proves it
+    needless; from the first line it cannot vouch for (nested objects), the rest of the file
+    is decoded with it."""
+    decode = decode_plain
+
+    def decode_line(number: int, text: str) -> Event | None:
+        nonlocal decode
         text = text.rstrip("\r\n")
         if not text.strip():
-            continue
+            return None
         try:
             value = decode(text)
             if decode is decode_plain and not vouches_unique(text, value):
@@ -228,7 +256,38 @@ def _json_objects(path: Path) -> Iterator[tuple[int, Event]]:
             raise InputError(
                 f"{path}: line {number}: expected a JSON object, got {type(value).__name__}"
             )
-        yield number, value
+        return value
+
+    return decode_line
+
+
+def json_event_batches(path: Path) -> Iterator[JsonBatch]:
+    """The objects of the JSON lines file ``path`` in batches, each ending at its first bad
+    line (``JsonBatch.error``): read columnar (``matcher.files.columnar``) unless the file is
+    gzipped or ``PARITY_READER=lines`` asks for the per-line reader."""
+    if os.environ.get(READER_VARIABLE) != "lines" and path.suffix.lower() != ".gz":
+        decode = _object_decoder(path)
+        yield from json_batches(path, lambda n, raw: decode(n, _line_text(path, n, raw)))
+        return
+    events: list[Event] = []
+    try:
+        for _, event in _json_objects(path):
+            events.append(event)
+            if len(events) == LINE_BATCH:
+                yield JsonBatch(events, (), tuple(range(len(events))))
+                events = []
+    except InputError as exc:
+        yield JsonBatch(events, (), tuple(range(len(events))), exc)
+        return
+    if events:
+        yield JsonBatch(events, (), tuple(range(len(events))))
+
+
+def _json_events(path: Path) -> Iterator[Event]:
+    for batch in json_event_batches(path):
+        yield from batch.events
+        if batch.error is not None:
+            raise batch.error
 
 
 def _malformed(path: Path, number: int, text: str, exc: json.JSONDecodeError) -> InputError:
