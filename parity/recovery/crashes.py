@@ -217,13 +217,15 @@ def run_with_crashes(
     executors: Callable[[float], list[int]] | None = None,
     sink: SinkWatch | None = None,
     cwd: Path | None = None,
+    on_crash: Callable[[Crash], None] | None = None,
 ) -> CrashedRun:
     """Run ``command`` (a ``spark-submit`` line) to completion, killing it as ``kills`` say
     and restarting it from ``checkpoint`` after each driver kill; its output goes to ``log``.
 
     ``executors(since)``: the pids of the application's executor processes started after
     ``since`` (``time.time()``), for ``target="executor"``. ``sink``: what the job's sink
-    writes, for ``written`` kills (without it they land ``inside``)."""
+    writes, for ``written`` kills (without it they land ``inside``). ``on_crash``: told of
+    each kill as it lands (the CLI's progress)."""
     if target not in TARGETS:
         raise RecoveryError(f"unknown kill target {target!r} (known: {', '.join(TARGETS)})")
     if target == "executor" and executors is None:
@@ -334,6 +336,8 @@ def run_with_crashes(
                     )
                 )
                 waiting.append((len(crashes) - 1, time.monotonic(), committed))
+                if on_crash is not None:
+                    on_crash(crashes[-1])
                 pending.pop(0)
                 batch_started.clear()
                 sink_before.clear()

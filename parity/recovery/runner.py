@@ -263,9 +263,13 @@ def run_uninterrupted(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submi
     return seconds
 
 
-def run_crashed(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str) -> CrashedRun:
+def run_crashed(
+    plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str, progress: Any = None
+) -> CrashedRun:
     """The application under the plan's kills until it finishes; the crash log is written to
-    ``crashes.json`` (also when the run fails, with the error)."""
+    ``crashes.json`` (also when the run fails, with the error). ``progress`` gets a line per
+    kill."""
+    say = progress or (lambda text: None)
     command = app_command(plan, "crashed", spark_submit=spark_submit)
     kills = plan_kills(plan.crashes, plan.seed)
     try:
@@ -279,6 +283,10 @@ def run_crashed(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str
             target=plan.kill,
             executors=executor_pids if plan.kill == "executor" else None,
             sink=SinkWatch((plan.path("crashed"),)),
+            on_crash=lambda crash: say(
+                f"crash {crash.number} of {plan.crashes}: {crash.target} killed "
+                f"({crash.phase}), {crash.committed} batches committed"
+            ),
         )
     except RecoveryError as exc:
         _write_json(plan.path("crashes.json"), {"error": str(exc), "seed": plan.seed})
@@ -430,7 +438,7 @@ def recover(
             say("running the application without crashes")
             run_uninterrupted(plan, env, spark_submit=spark_submit)
         say(f"running it under {plan.crashes} crashes ({plan.kill}, seed {plan.seed})")
-        run_crashed(plan, env, spark_submit=spark_submit)
+        run_crashed(plan, env, spark_submit=spark_submit, progress=progress)
         say(f"checking the output ({plan.check})")
         check(plan, env, spark_submit=spark_submit, db=db)
     with Store.open_readonly(db) as store:
