@@ -59,6 +59,7 @@ from matcher.spark.grouped_sql import (
 from matcher.spark.per_partition import match_partitions
 from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import ORD, POS, Streams, column
+from matcher.spark.shapes import PREFIX, SHAPE, Q, explain_shapes, shapes_apply, with_shapes
 
 _H1, _NAN, _RANK, _KIND = "__p_h1", "__p_nan", "__p_rank", "__p_kind"
 _PAIR_OK, _CUT = "__p_pair_ok", "__p_cut"
@@ -241,9 +242,13 @@ def restrict(union: DataFrame, screened: Screen) -> DataFrame:
     return hashed.join(bad, on, "left_semi").drop(_GH, _GH2)
 
 
-def without_agreeing_prefix(grouped: DataFrame, plan: GroupedPlan) -> tuple[DataFrame, Observation]:
+def without_agreeing_prefix(
+    grouped: DataFrame, plan: GroupedPlan, keep_digests: bool = False
+) -> tuple[DataFrame, Observation]:
     """The events of disagreeing chains (``grouped``, partitioned by group) from each
-    chain's first differing rank on, and an observation of how many pairs came before.
+    chain's first differing rank on, and an observation of how many pairs came before;
+    ``keep_digests``: with each event's digest, NaN flag and rank from the cut
+    (``matcher.spark.shapes``).
 
     The core matches a key's events pairwise, in order, while both sides agree: before the
     first rank where they differ, an event's own queue holds only events of its side still
@@ -268,8 +273,13 @@ def without_agreeing_prefix(grouped: DataFrame, plan: GroupedPlan) -> tuple[Data
         observation,
         F.expr(f"sum(CASE WHEN {SIDE} = 0 AND {before} THEN 1 ELSE 0 END)").alias("matched"),
     )
-    kept = counted.where(f"NOT ({before})").drop(_H1, _NAN, _RANK, _PAIR_OK, _CUT)
-    return kept, observation
+    kept = counted.where(f"NOT ({before})")
+    if keep_digests:
+        # pairs before the cut, counted by ``explain_shapes`` (not observed: read from a cache)
+        prefix = f"greatest({_CUT} - 1, 0) AS {PREFIX}"
+        kept = kept.selectExpr("*", f"{_RANK} - greatest({_CUT}, 1) AS {Q}", prefix)
+        return kept.drop(_RANK, _PAIR_OK, _CUT), observation
+    return kept.drop(_H1, _NAN, _RANK, _PAIR_OK, _CUT), observation
 
 
 def run_screened(
@@ -281,8 +291,11 @@ def run_screened(
     Up to ``EXACT_LIMIT`` events in those groups, what the loops leave is explained on the
     driver, all together, as the core explains it; beyond, each partition explains its own
     and the verdict warns (an event whose key changed then reads as a loss and a
-    duplication, not as a corruption of its key)."""
+    duplication, not as a corruption of its key). Beyond, too, the keys of ``by_key`` whose
+    difference has a simple shape (one lost, extra, altered or swapped event) are
+    classified in SQL (``matcher.spark.shapes``) and only the others reach the loop."""
     screened = screen(plan, streams.reference, streams.candidate)
+    cached: list[DataFrame] = []
     try:
         stats = SideStats(screened.rows, screened.keys, (0, 0))
         if screened.n_bad == 0:
@@ -290,10 +303,19 @@ def run_screened(
         union = tagged_union(plan, streams.reference, streams.candidate)
         grouped = restrict(union, screened).repartition(GROUP)
         prefix = None
-        if plan.layout.chain and not plan.layout.typed:
-            grouped, prefix = without_agreeing_prefix(grouped, plan)
-        partitioned = grouped.select(*[column(c) for c in plan.names], POS, SIDE)
         here = screened.bad_events > EXACT_LIMIT
+        shaped = here and shapes_apply(plan)
+        if plan.layout.chain and not plan.layout.typed:
+            grouped, prefix = without_agreeing_prefix(grouped, plan, shaped)
+        simple, matched = None, screened.agreed
+        if shaped:
+            grouped = with_shapes(grouped, _H1, _NAN, screened.rows)
+            grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(grouped)
+            simple, before = explain_shapes(grouped, plan, dependence, screened.rows, limit)
+            grouped = grouped.where(f"{SHAPE} IS NULL")
+            matched, prefix = matched + before, None
+        partitioned = grouped.select(*[column(c) for c in plan.names], POS, SIDE)
         results = match_partitions(
             partitioned.sortWithinPartitions(POS, SIDE),
             dependence,
@@ -301,7 +323,7 @@ def run_screened(
             plan.names,
             (screened.rows, limit) if here else None,
         )
-        matched = screened.agreed + results.total("matched")
+        matched += results.total("matched")
         if prefix is not None:
             matched += prefix.get.get("matched") or 0
         if here:
@@ -311,6 +333,8 @@ def run_screened(
                 "loss and a duplication"
             )
             findings = results.findings
+            if simple is not None:
+                findings = findings.merge(simple, limit)
             return Outcome(not findings.counts, matched, stats, findings, (warning,))
         if not results.events and not results.settled:
             return Outcome(True, matched, stats, Findings())
@@ -320,3 +344,5 @@ def run_screened(
         return Outcome(False, matched, stats, findings_of(found, limit))
     finally:
         screened.release()
+        for df in cached:
+            df.unpersist()
