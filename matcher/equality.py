@@ -217,7 +217,7 @@ def freeze(value: Any) -> Any:
 
 
 #: classes whose values ``==`` compares by the rules when both sides have the same one
-_FLAT = frozenset(
+FLAT_CLASSES = frozenset(
     {str, int, float, bool, type(None), bytes, Decimal, datetime, date, time, timedelta}
 )
 
@@ -306,7 +306,7 @@ class Equality:
             # none of them a container (``true == 1`` and ``[true] == [1]`` are not)
             for column, value in a.items():
                 kind = value.__class__
-                if kind is not b[column].__class__ or kind not in _FLAT:
+                if kind is not b[column].__class__ or kind not in FLAT_CLASSES:
                     return self._rules_equal(a, b)
             return True
         return self._rules_equal(a, b)

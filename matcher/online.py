@@ -31,7 +31,7 @@ from typing import cast
 from matcher.classify import Classifier, merge_moves
 from matcher.dependence import Dependence
 from matcher.diff import Op, align
-from matcher.equality import _FLAT, PLAIN, Equality, Event
+from matcher.equality import FLAT_CLASSES, PLAIN, Equality, Event
 from matcher.errors import InputError, MatcherError
 from matcher.pairing import needs_pairing, settle
 from matcher.pools import Entry, KeyedPool
@@ -296,7 +296,7 @@ def _keyed_equal(equality: Equality) -> Callable[[Event, Event], bool] | None:
                 continue
             kind = value.__class__
             other = b[column]
-            if kind is not other.__class__ or kind not in _FLAT or value != other:
+            if kind is not other.__class__ or kind not in FLAT_CLASSES or value != other:
                 return rules(a, b)
         return True
 
