@@ -5,6 +5,7 @@
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
 #   make cluster a bundled validation's DAG on a standalone Spark cluster with shipped code (minutes; not in CI)
+#   make crashes every variant of the detector's crash-and-restart runs (minutes; CI runs four of them)
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
 #   make fmt     format and auto-fix
@@ -29,7 +30,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install test scale cluster recovery-figures properties-figures lint check demo fmt lock clean
+.PHONY: help install test scale cluster crashes recovery-figures properties-figures lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -61,6 +62,11 @@ scale: install
 # zip): tests/test_cluster_validation.py, docs/cluster.md.
 cluster: install
 	$(BIN)/pytest --cluster -m cluster --timeout 1800 -p no:cacheprovider tests/test_cluster_validation.py
+
+# The sequence-window detector's runs with and without a crash, every variant (the default
+# run keeps two of each: tests/test_sequence_window_app.py, IN_CI).
+crashes: install
+	$(BIN)/pytest --crashes -m crashes --timeout 1800 -p no:cacheprovider tests/test_sequence_window_app.py
 
 # The README's recovery figures: the sequence-window detector and each buggy variant, 10 seeded
 # runs of 5 driver SIGKILLs each, checked by the Wallaroo validator (bench/recovery_figures.py).

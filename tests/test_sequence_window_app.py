@@ -33,7 +33,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
@@ -382,11 +382,21 @@ RUNS = {
     "driver_state-file": ("driver_state", []),
     "state_timeout-file": ("state_timeout", []),
 }
+#: the runs the default test run keeps; the others are marked ``crashes`` (``make crashes``):
+#: a minute each on two cores, and ``make recovery-figures`` runs every variant ten times
+IN_CI = {"correct-file", "driver_state-file", "correct-db/crash", "at_least_once_sink/crash"}
+
+
+def variants(names: dict[str, Any], suffix: str = "") -> list[Any]:
+    """``names`` as parameters, those not ``IN_CI`` marked ``crashes``."""
+    return [
+        pytest.param(n, marks=() if n + suffix in IN_CI else pytest.mark.crashes) for n in names
+    ]
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("name", RUNS)
+@pytest.mark.parametrize("name", variants(RUNS))
 def test_without_a_crash_every_variant_gives_the_canonical_windows(
     name: str, data: Path, tmp_path: Path
 ) -> None:
@@ -416,7 +426,7 @@ CRASHES = {
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("name", CRASHES)
+@pytest.mark.parametrize("name", variants(CRASHES, "/crash"))
 def test_a_run_killed_and_restarted(name: str, data: Path, tmp_path: Path) -> None:
     variant, extra = CRASHES[name]
     url = f"sqlite:///{tmp_path / 'sink.db'}"
@@ -455,7 +465,9 @@ def sink_batches(db: Path) -> int:
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.parametrize("variant", ["correct", "at_least_once_sink"])
+@pytest.mark.parametrize(
+    "variant", [pytest.param("correct", marks=pytest.mark.crashes), "at_least_once_sink"]
+)
 def test_a_kill_after_the_sink_wrote_a_batch(variant: str, data: Path, tmp_path: Path) -> None:
     """Killed as soon as the table holds batch 2: usually before Spark committed it, so the
     restart replays batch 2 into the sink. The idempotent sink replaces it; the appending
