@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 
 from matcher.equality import Equality
 from matcher.errors import InputError, ParityError
-from matcher.files import columnar
+from matcher.files import columnar, compare
 from matcher.files.compare import compare_files
 from matcher.files.output_schema import read_schema
 from matcher.files.readers import (
+    COLUMN_SAMPLE,
     READER_VARIABLE,
     data_files,
     json_event_batches,
@@ -268,6 +269,40 @@ def test_a_large_equivalent_pair_matches_in_one_pass(tmp_path: Path) -> None:
     cand = write(tmp_path / "c.jsonl", "".join(json.dumps(r) + "\n" for r in moved))
     verdict = compare_files(parse_spec(SPEC), str(ref), str(cand), 10)
     assert (verdict.equivalent, verdict.matched_count) == (True, 3000)
+
+
+def test_an_error_in_the_one_pass_is_the_two_passes_error(tmp_path: Path) -> None:
+    """Past the objects ``read_columns`` samples, the pass meets the candidate's bad line
+    before the reference's; the two passes read the reference's schema first, so theirs
+    is the reference's error, and so is ``compare_files``'s."""
+    good = [f'{{"k": 1, "seq": {i}}}\n' for i in range(COLUMN_SAMPLE + 10)]
+    bad = '{"k": 1, "seq": }\n'
+    ref = write(tmp_path / "r.jsonl", "".join(good) + bad)
+    cand = write(tmp_path / "c.jsonl", "".join(good[:COLUMN_SAMPLE]) + bad)
+    with pytest.raises(InputError) as info:
+        compare_files(parse_spec(SPEC), str(ref), str(cand), 10)
+    line = COLUMN_SAMPLE + 11
+    assert str(info.value) == f"{ref}: line {line}: malformed JSON: Expecting value (column 17)"
+
+
+def test_an_unexpected_error_in_the_one_pass_propagates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spec's function that raises is not one of Parity's errors: it propagates from the
+    pass, and the outputs are not read again."""
+    (tmp_path / "one_pass_equality.py").write_text("def eq(a, b):\n    return 1 / 0\n")
+    spec = parse_spec(
+        {"dependence": {"key": ["k"]}, "equality": {"function": "one_pass_equality:eq"}},
+        base_dir=tmp_path,
+    )
+    path = write(tmp_path / "out.jsonl", '{"k": 1, "seq": 0}\n')
+    monkeypatch.setattr(compare, "schema_plan", _not_called)
+    with pytest.raises(ZeroDivisionError):
+        compare_files(spec, str(path), str(path), 10)
+
+
+def _not_called(*args: Any) -> None:
+    raise AssertionError("the two passes ran")
 
 
 # --- property: any lines of flat objects ------------------------------------------------------

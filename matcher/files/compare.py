@@ -12,8 +12,9 @@ its own before the events'. Two JSON lines outputs are now matched in the pass t
 their schemas, on the bet that the events need no projection (the two schemas have the same
 columns at the same types, the usual case): the verdict is then the one the two passes
 give. When they need one, the events are matched again, projected; when the pass fails
-(an unreadable line, a key the dependence cannot read...), the two passes run as before,
-so that the error raised is theirs, in their order.
+with one of Parity's own errors (an unreadable line, a key the dependence cannot read...),
+the two passes run as before, so that the error raised is theirs, in their order. Any
+other exception (a spec's function that raised, a bug) propagates from the pass.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
-from matcher.errors import InputError
+from matcher.errors import InputError, ParityError
 from matcher.files.output_schema import JsonInference, SchemaPlan, plan_schemas, schema_plan
 from matcher.files.readers import (
-    _with_nulls,
     data_files,
     json_event_batches,
     read_columns,
     read_events,
+    with_missing_as_null,
 )
 from matcher.online import StreamMatcher
 from matcher.schema import Schema, judge
@@ -70,8 +71,11 @@ def _one_pass(
     spec: Spec, paths: tuple[str, str], known: list[tuple[str, ...]], limit: int
 ) -> tuple[Verdict | None, SchemaPlan | None]:
     """Match two JSON lines outputs while inferring their schemas: the verdict when the
-    events needed no projection, else the schema plan to match them with (``None`` when
-    the pass failed: the caller's two passes then say why)."""
+    events needed no projection, else the schema plan to match them with.
+
+    ``None`` when the pass raised one of Parity's errors (an ``InputError`` for a bad
+    output): the caller's two passes raise it again, or one that comes before it in their
+    order. Any other exception would fail the two passes too: it propagates."""
     inferences = (JsonInference(), JsonInference())
     matcher = StreamMatcher(spec.build_dependence(), spec.build_equality(), limit=limit)
     try:
@@ -84,7 +88,7 @@ def _one_pass(
             for path, inference in zip(paths, inferences, strict=True)
         ]
         plan = plan_schemas(spec, schemas[0], schemas[1])
-    except Exception:  # any: the two passes raise it again, or what comes before it there
+    except ParityError:
         return None, None
     if plan.projections != (None, None):
         return None, plan
@@ -111,10 +115,10 @@ def _inferred_batches(
     wanted = frozenset(columns)
     for file, _ in data_files(path, spec.output.format):
         for batch in json_event_batches(file):
-            inference.add(batch)  # before ``_with_nulls`` adds the missing columns
+            inference.add(batch)  # before ``with_missing_as_null`` adds the missing columns
             events: Iterable[dict[str, Any]] = batch.events
             if columns and not batch.complete(wanted):
-                events = _with_nulls(iter(batch.events), columns)
+                events = with_missing_as_null(iter(batch.events), columns)
             yield events
             if batch.error is not None:
                 raise batch.error

@@ -90,11 +90,17 @@ def read_events(
     for file, file_format in data_files(path, format):
         events = _read_file(file, file_format)
         if columns and file_format in ("json", "jsonl"):
-            events = _with_nulls(events, columns)
+            events = with_missing_as_null(events, columns)
         yield from events
 
 
-def _with_nulls(events: Iterator[Event], columns: Sequence[str]) -> Iterator[Event]:
+def with_missing_as_null(events: Iterator[Event], columns: Sequence[str]) -> Iterator[Event]:
+    """``events``, each given the ``columns`` it lacks as null, in place.
+
+    Spark's JSON writer drops null fields, so a column an object lacks is a null: given as
+    one, a dependence reads it as a value instead of failing on a missing column. Public
+    because ``matcher.files.compare`` adds the nulls itself, once it has inferred the
+    batch's schema from the objects as written."""
     wanted = frozenset(columns)
     for event in events:
         if not event.keys() >= wanted:
