@@ -63,6 +63,8 @@ from matcher.spark.shapes import PREFIX, SHAPE, Q, explain_shapes, shapes_apply,
 
 _H1, _NAN, _RANK, _KIND = "__p_h1", "__p_nan", "__p_rank", "__p_kind"
 _PAIR_OK, _CUT = "__p_pair_ok", "__p_cut"
+#: an event of a pair before its chain's cut (all matched)
+_BEFORE = f"{_RANK} < {_CUT}"
 _BAD, _BAD2 = "__p_bad_h", "__p_bad_h2"
 _GH, _GH2 = "__p_gh", "__p_gh2"
 #: hashed in first, a second seed: for the group's second hash and the second XOR
@@ -242,13 +244,9 @@ def restrict(union: DataFrame, screened: Screen) -> DataFrame:
     return hashed.join(bad, on, "left_semi").drop(_GH, _GH2)
 
 
-def without_agreeing_prefix(
-    grouped: DataFrame, plan: GroupedPlan, keep_digests: bool = False
-) -> tuple[DataFrame, Observation]:
+def without_agreeing_prefix(grouped: DataFrame, plan: GroupedPlan) -> tuple[DataFrame, Observation]:
     """The events of disagreeing chains (``grouped``, partitioned by group) from each
-    chain's first differing rank on, and an observation of how many pairs came before;
-    ``keep_digests``: with each event's digest, NaN flag and rank from the cut
-    (``matcher.spark.shapes``).
+    chain's first differing rank on, and an observation of how many pairs came before.
 
     The core matches a key's events pairwise, in order, while both sides agree: before the
     first rank where they differ, an event's own queue holds only events of its side still
@@ -256,6 +254,30 @@ def without_agreeing_prefix(
     resynchronisation; after it, the queues hold exactly the events from that rank on.
     So the loop reaches the same state, and leaves the same events, without the prefix.
     Equal digests stand for equal events here as they do in screening."""
+    cut = _cut(grouped, plan)
+    observation = Observation("parity-prefix")
+    counted = cut.observe(
+        observation,
+        F.expr(f"sum(CASE WHEN {SIDE} = 0 AND {_BEFORE} THEN 1 ELSE 0 END)").alias("matched"),
+    )
+    kept = counted.where(f"NOT ({_BEFORE})")
+    return kept.drop(_H1, _NAN, _RANK, _PAIR_OK, _CUT), observation
+
+
+def from_cut_with_digests(grouped: DataFrame, plan: GroupedPlan) -> DataFrame:
+    """``without_agreeing_prefix`` for ``matcher.spark.shapes``: each event with its digest,
+    NaN flag, rank from the cut (``Q``) and the chain's pairs before the cut (``PREFIX``),
+    which ``explain_shapes`` counts from the cached events rather than by an observation."""
+    cut = _cut(grouped, plan)
+    kept = cut.where(f"NOT ({_BEFORE})").selectExpr(
+        "*", f"{_RANK} - greatest({_CUT}, 1) AS {Q}", f"greatest({_CUT} - 1, 0) AS {PREFIX}"
+    )
+    return kept.drop(_RANK, _PAIR_OK, _CUT)
+
+
+def _cut(grouped: DataFrame, plan: GroupedPlan) -> DataFrame:
+    """``grouped`` with each event's digest, NaN flag and rank in its chain, and its chain's
+    cut: the first rank whose pair differs (0: none)."""
     digest, nan = digest_columns(plan.fields, plan.equality)
     chain = f"PARTITION BY {GROUP}, {SIDE} ORDER BY {ORD}"
     ranked = grouped.selectExpr("*", digest, nan, f"row_number() OVER ({chain}) AS {_RANK}")
@@ -266,20 +288,7 @@ def without_agreeing_prefix(
         f" AND NOT max({_NAN}) OVER ({pair}) AS {_PAIR_OK}",
     )
     first_bad = f"min(CASE WHEN NOT {_PAIR_OK} THEN {_RANK} END) OVER (PARTITION BY {GROUP})"
-    cut = paired.selectExpr("*", f"coalesce({first_bad}, 0) AS {_CUT}")
-    observation = Observation("parity-prefix")
-    before = f"{_RANK} < {_CUT}"
-    counted = cut.observe(
-        observation,
-        F.expr(f"sum(CASE WHEN {SIDE} = 0 AND {before} THEN 1 ELSE 0 END)").alias("matched"),
-    )
-    kept = counted.where(f"NOT ({before})")
-    if keep_digests:
-        # pairs before the cut, counted by ``explain_shapes`` (not observed: read from a cache)
-        prefix = f"greatest({_CUT} - 1, 0) AS {PREFIX}"
-        kept = kept.selectExpr("*", f"{_RANK} - greatest({_CUT}, 1) AS {Q}", prefix)
-        return kept.drop(_RANK, _PAIR_OK, _CUT), observation
-    return kept.drop(_H1, _NAN, _RANK, _PAIR_OK, _CUT), observation
+    return paired.selectExpr("*", f"coalesce({first_bad}, 0) AS {_CUT}")
 
 
 def run_screened(
@@ -304,17 +313,16 @@ def run_screened(
         grouped = restrict(union, screened).repartition(GROUP)
         prefix = None
         here = screened.bad_events > EXACT_LIMIT
-        shaped = here and shapes_apply(plan)
-        if plan.layout.chain and not plan.layout.typed:
-            grouped, prefix = without_agreeing_prefix(grouped, plan, shaped)
         simple, matched = None, screened.agreed
-        if shaped:
-            grouped = with_shapes(grouped, _H1, _NAN, screened.rows)
+        if here and shapes_apply(plan):
+            grouped = with_shapes(from_cut_with_digests(grouped, plan), _H1, _NAN, screened.rows)
             grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(grouped)
             simple, before = explain_shapes(grouped, plan, dependence, screened.rows, limit)
             grouped = grouped.where(f"{SHAPE} IS NULL")
-            matched, prefix = matched + before, None
+            matched += before
+        elif plan.layout.chain and not plan.layout.typed:
+            grouped, prefix = without_agreeing_prefix(grouped, plan)
         partitioned = grouped.select(*[column(c) for c in plan.names], POS, SIDE)
         results = match_partitions(
             partitioned.sortWithinPartitions(POS, SIDE),

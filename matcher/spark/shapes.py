@@ -1,7 +1,7 @@
 """Disagreeing chains of simple shape, classified in SQL instead of the core's loop.
 
 Screening (``matcher.spark.screen``) leaves the groups that disagree, and
-``without_agreeing_prefix`` cuts each chain (a key of ``by_key``) at its first differing
+``from_cut_with_digests`` cuts each chain (a key of ``by_key``) at its first differing
 rank: what is left is exactly what the core's loop leaves unmatched for that key, ``R'`` on
 the reference side and ``C'`` on the candidate side, unless the key resynchronises (its
 queues reach ``RESYNC_START`` events). In a divergent nightly run most such keys hold a
