@@ -16,6 +16,11 @@ groups. On each, with and without ``output.order_by``:
   its key's next two events, each in a key of its own): the kinds and counts are those the
   core gives on the four keys' events alone (keys are independent under ``by_key``), the
   row counts are exact, and every other event is matched.
+
+And, on the first layout in file order, a candidate with a fault in 1% of the keys per kind
+(over ``EXACT_LIMIT`` events in disagreeing keys): the single-fault keys are classified in
+SQL (``matcher.spark.shapes``), the others by the core's loop, and together they give the
+core's kinds and counts on those keys' events.
 """
 
 from __future__ import annotations
@@ -26,17 +31,21 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from matcher import compare
+from matcher.spark import screen as screen_module
+from matcher.spark.grouped_run import EXACT_LIMIT
 from matcher.spark.outputs import compare_on_spark
+from matcher.spark.shapes import explain_shapes
 from matcher.spec import Spec, parse_spec
 from matcher.verdict import Verdict
 
@@ -48,6 +57,10 @@ KEYS = 100_003
 #: reference ids whose events the faulty candidate loses, duplicates, alters and moves
 LOST, DUPLICATED, ALTERED, MOVED = 1_000, 2_000, 3_000, 4_000
 FAULTY_KEYS = [i % KEYS for i in (LOST, DUPLICATED, ALTERED, MOVED)]
+#: the rank in its key of the event that a key of the 1% case has its fault at
+MIDDLE = ROWS // KEYS // 2
+#: the keys of the 1% case: ``k % 100`` is 0 lost, 1 duplicated, 2 altered, 3 moved
+ONE_PERCENT_KEYS = [k for k in range(KEYS) if k % 100 < 4]
 
 
 @dataclass(frozen=True)
@@ -125,16 +138,51 @@ def write(frame: DataFrame, layout: Layout, path: Path, order: str | None = "o")
     writer.parquet(str(path))
 
 
-def faulty(spark: SparkSession, order_by: bool) -> DataFrame:
-    """The reference with one fault of each kind; ``o`` is the candidate's stream order
-    (under ``order_by`` it becomes ``seq``, which the spec then ignores)."""
+@dataclass(frozen=True, eq=False)
+class Faults:
+    """Which reference events a faulty candidate loses, duplicates, alters (``v + 1``) and
+    moves, and past how many of its key's next events a moved one goes: conditions and a
+    count on the reference's columns."""
+
+    lost: Column
+    duplicated: Column
+    altered: Column
+    moved: Column
+    moved_past: Column
+
+
+def one_of_each() -> Faults:
+    """One fault of each kind, each in a key of its own; the moved event goes after its
+    key's next two."""
+    seq = F.col("seq")
+    return Faults(seq == LOST, seq == DUPLICATED, seq == ALTERED, seq == MOVED, F.lit(2))
+
+
+def one_percent() -> Faults:
+    """A fault at the ``MIDDLE`` event of 1% of the keys per kind (``ONE_PERCENT_KEYS``).
+    A moved event goes after its key's next one when ``k % 200 == 3`` (a swap, a shape the
+    SQL classifies), after the next two when ``k % 200 == 103`` (the core's loop's)."""
+    middle = F.col("seq") == F.col("k") + MIDDLE * KEYS
+    kind = F.col("k") % 100
+    return Faults(
+        lost=middle & (kind == 0),
+        duplicated=middle & (kind == 1),
+        altered=middle & (kind == 2),
+        moved=middle & (kind == 3),
+        moved_past=F.when(F.col("k") % 200 == 3, 1).otherwise(2),
+    )
+
+
+def faulty(spark: SparkSession, order_by: bool, faults: Faults) -> DataFrame:
+    """The reference with ``faults``; ``o`` is the candidate's stream order (under
+    ``order_by`` it becomes ``seq``, which the spec then ignores)."""
     base = rows(spark).withColumn("o", F.col("o") * 4)
-    moved_to = (MOVED + 2 * KEYS) * 4 + 1
+    moved_to = (F.col("seq") + faults.moved_past * KEYS) * 4 + 1
     events = (
-        base.where(F.col("seq") != LOST)
-        .withColumn("v", F.when(F.col("seq") == ALTERED, F.col("v") + 1).otherwise(F.col("v")))
-        .withColumn("o", F.when(F.col("seq") == MOVED, F.lit(moved_to)).otherwise(F.col("o")))
-        .unionByName(base.where(F.col("seq") == DUPLICATED).withColumn("o", F.col("o") + 1))
+        base.where(~faults.lost)
+        .withColumn("v", F.when(faults.altered, F.col("v") + 1).otherwise(F.col("v")))
+        .withColumn("o", F.when(faults.moved, moved_to).otherwise(F.col("o")))
+        .unionByName(base.where(faults.duplicated).withColumn("o", F.col("o") + 1))
     )
     return events.withColumn("seq", F.col("o")) if order_by else events
 
@@ -150,10 +198,19 @@ def outputs(session: SparkSession, data: Path) -> dict[str, Path]:
         write(rows(session), layout, root / "relaid_ob", order=None)
         relaid = rows(session).withColumn("o", F.col("k") * ROWS + F.col("seq"))
         write(relaid, layout, root / "relaid")  # keys one after another, each in order
-        write(faulty(session, order_by=False), layout, root / "faulty")
-        write(faulty(session, order_by=True), layout, root / "faulty_ob")
+        write(faulty(session, False, one_of_each()), layout, root / "faulty")
+        write(faulty(session, True, one_of_each()), layout, root / "faulty_ob")
         written[layout.name] = root
     return written
+
+
+@pytest.fixture(scope="module")
+def one_percent_outputs(session: SparkSession, data: Path) -> Path:
+    """The reference and the 1% case's candidate on the first layout: ``<root>/{ref,faulty}``."""
+    root = data / "one_percent"
+    write(rows(session), LAYOUTS[0], root / "ref")
+    write(faulty(session, False, one_percent()), LAYOUTS[0], root / "faulty")
+    return root
 
 
 @pytest.fixture
@@ -171,13 +228,17 @@ def judge(session: SparkSession, spec: Spec, reference: Path, candidate: Path) -
 
 
 def core_on_faulty_keys(
-    session: SparkSession, spec: Spec, reference: Path, candidate: Path
+    session: SparkSession,
+    spec: Spec,
+    reference: Path,
+    candidate: Path,
+    keys: Sequence[int] = FAULTY_KEYS,
 ) -> Verdict:
-    """The core's verdict on the faulty keys' events alone, read in stream order by the
+    """The core's verdict on the faulty ``keys``' events alone, read in stream order by the
     core's own reader semantics: ``seq`` order under ``order_by``, else file then row."""
     sides = []
     for path in (reference, candidate):
-        frame = session.read.parquet(str(path)).where(F.col("k").isin(FAULTY_KEYS))
+        frame = session.read.parquet(str(path)).where(F.col("k").isin(list(keys)))
         if spec.output.order_by:
             frame = frame.orderBy("seq")
         else:  # files in name order, rows in file order
@@ -227,6 +288,37 @@ def test_a_faulty_candidate_gets_the_cores_kinds_and_counts(
     assert (verdict.reference_count, verdict.candidate_count) == (ROWS, ROWS)
     untouched = ROWS - expected.reference_count
     assert verdict.matched_count == untouched + expected.matched_count
+
+
+def test_one_percent_faults_are_classified_in_sql_as_the_core_classifies_them(
+    session: SparkSession, one_percent_outputs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``EXACT_LIMIT`` events in disagreeing keys, the keys of one lost, duplicated,
+    altered or swapped event are classified in SQL (a spy on ``explain_shapes`` counts
+    them), the keys of an event moved past two by the core's loop: the verdict has the
+    core's kinds and counts on the faulty keys' events (4,003 keys for 100,003)."""
+    classified: list[Counter[str]] = []
+
+    def spy(*args: Any) -> Any:
+        found = explain_shapes(*args)
+        classified.append(found[0].counts)
+        return found
+
+    monkeypatch.setattr(screen_module, "explain_shapes", spy)
+    rules = spec(order_by=False)
+    reference, candidate = one_percent_outputs / "ref", one_percent_outputs / "faulty"
+    verdict = judge(session, rules, reference, candidate)
+    explained = [re.match(r"(\d+) events of 4003 groups that differ", w) for w in verdict.warnings]
+    (events,) = [int(m[1]) for m in explained if m]
+    assert events > EXACT_LIMIT, f"{ROWS} rows are too few for this case"
+    expected = core_on_faulty_keys(session, rules, reference, candidate, ONE_PERCENT_KEYS)
+    kinds = {"loss": 1001, "duplication": 1001, "reordering": 1000, "corruption": 1001}
+    assert dict(expected.counts) == kinds
+    assert classified == [Counter({**kinds, "reordering": 500})]
+    assert dict(verdict.counts) == kinds
+    assert dict(verdict.column_mismatches) == dict(expected.column_mismatches) == {"v": 1001}
+    assert (verdict.reference_count, verdict.candidate_count) == (ROWS, ROWS)
+    assert verdict.matched_count == ROWS - expected.reference_count + expected.matched_count
 
 
 def test_the_match_job_on_identical_outputs_is_equivalent(
