@@ -5,6 +5,9 @@ The crash loop itself: ``test_recovery_crashes.py``; real Spark jobs: ``test_rec
 from __future__ import annotations
 
 import json
+import re
+import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,6 +163,72 @@ def test_a_spec_with_a_slice_reads_the_slice_the_slice_job_writes(tmp_path: Path
     assert crashed[crashed.index("--input") + 1] == plan.input
     whole = plan_recovery(load_spec(_spec(tmp_path)), root=ROOT, home=tmp_path)
     assert (whole.slice, slice_command(whole, spark_submit="spark-submit")) == (None, None)
+
+
+def test_on_a_cluster_the_recovery_jobs_ship_the_project(tmp_path: Path) -> None:
+    """On ``spark://`` the slice job, the match job and a bundled application get the
+    project's zip from ``HOME/packages`` (``parity.runs.package.submitted_to``, as the DAG's
+    Spark tasks); a user's own application does not; on ``local[...]`` nothing is added and
+    nothing is built."""
+    from parity.recovery.runner import app_command, match_command, slice_command
+
+    master = "spark://10.0.0.5:7077"
+    spec = load_spec(ROOT / "dags" / "validations" / "taxi_streaming_recovery.yaml")
+    plan = plan_recovery(spec, root=ROOT, home=tmp_path / "home", run_id="r1", master=master)
+    assert plan.packages == tmp_path / "home" / "packages"
+    name = "parity-taxi_streaming_recovery"
+    sliced = slice_command(plan, spark_submit="spark-submit")
+    assert sliced is not None
+    [bundle] = plan.packages.iterdir()
+    assert re.fullmatch(r"parity-[0-9a-f]{16}\.zip", bundle.name)
+    with zipfile.ZipFile(bundle) as archive:
+        assert "jobs/examples/streaming_taxi.py" in archive.namelist()
+    shipped = (
+        *("--conf", f"spark.archives={bundle}#parity-code"),
+        *("--conf", "spark.executorEnv.PYTHONPATH=parity-code"),
+    )
+    assert sliced == [
+        *("spark-submit", "--master", master, "--name", f"{name}-slice"),
+        *("--conf", "spark.sql.session.timeZone=UTC", *shipped, str(ROOT / "jobs" / "slice.py")),
+        *("--capture", str(ROOT / "data" / "captures" / "taxi"), "--out", plan.input),
+        *("--format", "jsonl", "--column", "event_time"),
+        *("--start", "2024-05-01T00:00:00+00:00", "--end", "2024-05-02T00:00:00+00:00"),
+        *("--files", "12", "--summary-json", str(plan.run_dir / "slice.json")),
+    ]
+    application = str(ROOT / "jobs" / "examples" / "streaming_taxi.py")
+    crashed = app_command(plan, "crashed", spark_submit="spark-submit")
+    assert crashed[: crashed.index(application) + 1] == [
+        *("spark-submit", "--master", master, "--name", f"{name}-crashed"),
+        *("--conf", "spark.sql.shuffle.partitions=2", *shipped, application),
+    ]
+    check = match_command(plan, spark_submit="spark-submit", db=None)
+    assert check[:14] == [
+        *("spark-submit", "--master", master, "--name", f"{name}-recovery-check"),
+        *("--conf", "spark.ui.enabled=false", *shipped, str(ROOT / "jobs" / "match.py")),
+        *("--spec", str(spec.source)),
+    ]
+    assert [p.name for p in plan.packages.iterdir()] == [bundle.name]  # built once
+    # A user's own application (outside the project's packages): as it is.
+    own_app = tmp_path / "app.py"
+    assert spec.application is not None
+    theirs = replace(
+        spec, application=spec.application.model_copy(update={"application": str(own_app)})
+    )
+    user = app_command(replace(plan, spec=theirs), "crashed", spark_submit="spark-submit")
+    assert user[: user.index(str(own_app)) + 1] == [
+        *("spark-submit", "--master", master, "--name", f"{name}-crashed"),
+        *("--conf", "spark.sql.shuffle.partitions=2", str(own_app)),
+    ]
+    # local[...]: the executors are the driver's threads; nothing shipped, nothing built.
+    local = plan_recovery(spec, root=ROOT, home=tmp_path / "local", run_id="r1")
+    commands = [
+        slice_command(local, spark_submit="spark-submit") or [],
+        app_command(local, "crashed", spark_submit="spark-submit"),
+        match_command(local, spark_submit="spark-submit", db=None),
+    ]
+    assert [c[:3] for c in commands] == [["spark-submit", "--master", "local[2]"]] * 3
+    assert not [arg for c in commands for arg in c if "parity-code" in arg]
+    assert not (tmp_path / "local" / "packages").exists()
 
 
 def test_an_executor_kill_needs_a_standalone_master(tmp_path: Path) -> None:

@@ -38,14 +38,12 @@ from typing import Any
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 from parity.airflow.plan import PLAN_TASK, RunPlan, job_for
-from parity.runs.package import ProjectCode, is_local_master, ship_project
+from parity.runs.package import PACKAGES_DIR, ProjectCode, is_local_master, submitted_to
 from parity.runs.submits import SparkJob
 
 EXPECTATIONS_TASK = "expectations"
 #: the plan's jobs that are Parity's own (the expectations job is ``ExpectationsOperator``'s)
 OWN_JOBS = ("slice", "match")
-#: where, under the Parity home, the project's zips are cached (one per content)
-PACKAGES_DIR = "packages"
 DOC = (
     "Runs the spec's Great Expectations suites on the outputs and the expectations derived "
     "from the reference's profile on the candidate (`jobs/check_expectations.py`); stores the "
@@ -104,16 +102,13 @@ def submitted_job(
     (``own``) or its application is a module of the project's packages, with the project's
     zip for its executors (built into ``cache_dir``, default ``$PARITY_HOME/packages``, unless
     the same code is already there); otherwise as planned."""
-    if is_local_master(master):
-        return job
-    code = ProjectCode.installed() if code is None else code
-    if not (own or code.contains(job.application)):
+    if is_local_master(master):  # nothing ships: no need to know where the cache is
         return job
     if cache_dir is None:
         from parity.airflow.factory import parity_home
 
         cache_dir = parity_home() / PACKAGES_DIR
-    return ship_project(job, str(code.bundle(cache_dir)))
+    return submitted_to(job, master, own=own, cache_dir=cache_dir, code=code)
 
 
 class ParitySparkSubmitOperator(SparkSubmitOperator):

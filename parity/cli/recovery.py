@@ -9,6 +9,9 @@ Exit 0 when the crashed run's output is the one an uncrashed run gives, 1 when i
 (loss, duplication, reordering or corruption), 2 when the run could not be completed (the
 job failed on its own, stalled, ran out of time) or on a bad spec. The run is stored as kind
 ``recovery``: ``parity history`` lists it, ``parity report RUN_ID`` shows its crash log.
+On a cluster (``--master`` not ``local[...]``) the slice and match jobs and a bundled
+application ship the project's code to their executors, as the DAG's jobs do (a zip cached
+in ``HOME/packages/``: ``parity.runs.package``).
 The run's id and workspace go to stderr; on a terminal, so does its progress (each step,
 the seconds elapsed, repeated while a step runs: ``parity.cli.progress``;
 ``--progress``/``--no-progress`` to choose); the verdict to stdout.

@@ -14,6 +14,11 @@ set how many micro-batches the crashes can fall between. A slice window comes fr
 spec's ``start``/``end``; without them the whole capture is replayed (a recovery run has
 no data interval).
 
+Every job runs on the plan's master. On a cluster (not ``local[...]``) the slice and match
+jobs, and an application that is a module of the project's packages (the detector,
+``jobs/examples/``), get the project's zip for their executors, by the rule the DAG's Spark
+tasks follow (``parity.runs.package.submitted_to``), cached in ``HOME/packages/``.
+
 The check:
 
 * ``windows`` (the sequence-window detector): the crashed output alone, through the
@@ -61,7 +66,14 @@ from parity.recovery.crashes import (
 )
 from parity.recovery.processes import executor_pids, kill_tree
 from parity.recovery.sink import SinkWatch
-from parity.runs.submits import build_app_job, build_slice_job, resolve_path, spark_submit_argv
+from parity.runs.package import PACKAGES_DIR, submitted_to
+from parity.runs.submits import (
+    SparkJob,
+    build_app_job,
+    build_slice_job,
+    resolve_path,
+    spark_submit_argv,
+)
 
 #: witnesses kept per run
 LIMIT = 100
@@ -83,6 +95,8 @@ class RecoveryPlan:
     crashes: int
     seed: int
     kill: str
+    #: where the project's zip for a cluster's executors is cached (``HOME/packages``)
+    packages: Path
     trigger: str = "cli"
     dag_id: str | None = None
     dag_run_id: str | None = None
@@ -142,6 +156,7 @@ def plan_recovery(
         crashes=recovery.crashes if crashes is None else crashes,
         seed=recovery.seed if seed is None else seed,
         kill=chosen_kill,
+        packages=home / PACKAGES_DIR,
         trigger=trigger,
     )
 
@@ -178,7 +193,14 @@ def slice_command(plan: RecoveryPlan, *, spark_submit: str) -> list[str] | None:
     if plan.slice is None:
         return None
     job = build_slice_job(plan.spec.name, plan.slice, plan.input, str(plan.run_dir), plan.root)
-    return spark_submit_argv(job, spark_submit=spark_submit, master=plan.master)
+    return submit_command(plan, job, own=True, spark_submit=spark_submit)
+
+
+def submit_command(plan: RecoveryPlan, job: SparkJob, *, own: bool, spark_submit: str) -> list[str]:
+    """``job``'s ``spark-submit`` line on the plan's master; on a cluster with the project's
+    zip when the job is Parity's own (``own``) or a module of its packages."""
+    shipped = submitted_to(job, plan.master, own=own, cache_dir=plan.packages)
+    return spark_submit_argv(shipped, spark_submit=spark_submit, master=plan.master)
 
 
 def make_input(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str) -> None:
@@ -217,7 +239,7 @@ def app_command(plan: RecoveryPlan, role: str, *, spark_submit: str) -> list[str
     job = build_app_job(
         plan.spec.name, role, plan.spec.application, dirs, str(plan.run_dir), plan.root
     )
-    return spark_submit_argv(job, spark_submit=spark_submit, master=plan.master)
+    return submit_command(plan, job, own=False, spark_submit=spark_submit)
 
 
 def recovery_start(plan: RecoveryPlan) -> RunStart:
@@ -350,15 +372,7 @@ def _witness(ordinal: int, violation: Violation) -> StoredDivergence:
 def match_command(plan: RecoveryPlan, *, spark_submit: str, db: str | None) -> list[str]:
     """The match job comparing the uninterrupted output with the crashed one, storing the
     run as kind ``recovery`` with the crash log."""
-    job = [
-        spark_submit,
-        "--master",
-        plan.master,
-        "--name",
-        f"parity-{plan.spec.name}-recovery-check",
-        "--conf",
-        "spark.ui.enabled=false",
-        str(plan.root / "jobs" / "match.py"),
+    args = [
         *("--spec", str(plan.spec.source), "--run-id", plan.run_id),
         *("--reference", str(plan.path("uninterrupted")), "--candidate", str(plan.path("crashed"))),
         *("--kind", RECOVERY, "--stats-json", str(plan.path("stats.json"))),
@@ -367,16 +381,22 @@ def match_command(plan: RecoveryPlan, *, spark_submit: str, db: str | None) -> l
         *("--report-dir", str(plan.path("report"))),
     ]
     if plan.dag_id is not None and plan.dag_run_id is not None:
-        job += ["--dag-id", plan.dag_id, "--dag-run-id", plan.dag_run_id]
+        args += ["--dag-id", plan.dag_id, "--dag-run-id", plan.dag_run_id]
     assert plan.spec.application is not None
     if plan.spec.application.version is not None:
-        job += ["--candidate-version", plan.spec.application.version]
+        args += ["--candidate-version", plan.spec.application.version]
     started = _started_at(plan)
     if started is not None:
-        job += ["--started-at", started.isoformat()]
+        args += ["--started-at", started.isoformat()]
     if db is not None:
-        job += ["--db", db]
-    return job
+        args += ["--db", db]
+    job = SparkJob(
+        application=str(plan.root / "jobs" / "match.py"),
+        args=tuple(args),
+        conf={"spark.ui.enabled": "false"},
+        name=f"parity-{plan.spec.name}-recovery-check",
+    )
+    return submit_command(plan, job, own=True, spark_submit=spark_submit)
 
 
 def check_differential(

@@ -14,18 +14,25 @@ driver imports the project from inside the zip, where nothing that reads a file 
 module works (the store's Alembic migrations are a directory: ``Store.open`` fails). Unpacked,
 it is plain files on the executors, and the driver keeps the installed project.
 
-Which jobs get it (``is_local_master``, ``ProjectCode.contains``) is the caller's decision
-(``parity.airflow.operators``): on ``local[...]`` none (the executors are the driver's own
-process and interpreter), on a cluster Parity's own jobs and the applications that are
-modules of its packages (the bundled examples, ``jobs/examples/``).
+Which jobs get it is one rule, ``submitted_to``, shared by everything that submits
+(``parity.airflow.operators``, ``parity.recovery.runner``): on ``local[...]`` none (the
+executors are the driver's own process and interpreter), on a cluster Parity's own jobs and
+the applications that are modules of its packages (the bundled examples, ``jobs/examples/``).
 
 The zip is deterministic: entries in name order, fixed times and modes, so the same code
 gives the same bytes and the same name; it is written beside its final name and renamed, so
 that two tasks building it at once never see half a file.
+
+The cache keeps the ``KEEP`` zips used last (a zip's time is when it was last built or
+reused): each build removes the others. A job reads its zip while it runs (executors that
+start late, or again after a crash, fetch it from the driver, which serves it from that
+path), so a zip is removed only once ``KEEP`` other versions of the code were built after
+its last use, never the one just built.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -40,6 +47,10 @@ from parity.runs.submits import SparkJob, is_local
 
 #: the packages of the wheel (pyproject.toml, ``[tool.hatch.build.targets.wheel]``)
 PACKAGES = ("matcher", "parity", "expectations", "jobs")
+#: where, under the Parity home, the zips are cached (one per content)
+PACKAGES_DIR = "packages"
+#: how many zips the cache keeps: the one just built or reused and those used before it
+KEEP = 3
 #: the directory the archive is unpacked to in an executor's working directory
 ALIAS = "parity-code"
 ARCHIVES = "spark.archives"
@@ -47,6 +58,8 @@ EXECUTOR_PYTHONPATH = "spark.executorEnv.PYTHONPATH"
 #: part of the digest: a change to how the zip is laid out is a new zip
 LAYOUT = b"parity-code-zip/1"
 _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
+#: the cache's zips (``bundle``'s names), and nothing else a user may have put beside them
+ZIP_PATTERN = "parity-" + "[0-9a-f]" * 16 + ".zip"
 
 
 class ProjectCodeError(ParityError):
@@ -59,6 +72,26 @@ def is_local_master(master: str) -> bool:
     driver, which imports the installed project. Anything else (``spark://``, ``yarn``,
     ``k8s://``, ``local-cluster[...]``) starts executors elsewhere."""
     return master == "local" or master.startswith("local[")
+
+
+def submitted_to(
+    job: SparkJob,
+    master: str,
+    *,
+    own: bool,
+    cache_dir: Path,
+    code: ProjectCode | None = None,
+) -> SparkJob:
+    """``job`` as it is submitted to ``master``: on a cluster, when it is Parity's own
+    (``own``) or its application is a module of the project's packages (``code``, default the
+    installed ones), with the project's zip for its executors (built into ``cache_dir``
+    unless the same code is already there); otherwise as it is, and nothing is built."""
+    if is_local_master(master):
+        return job
+    code = ProjectCode.installed() if code is None else code
+    if not (own or code.contains(job.application)):
+        return job
+    return ship_project(job, str(code.bundle(cache_dir)))
 
 
 def ship_project(job: SparkJob, bundle: str) -> SparkJob:
@@ -114,13 +147,19 @@ class ProjectCode:
                 entries.append((f"{name}/{relative.as_posix()}", path.read_bytes()))
         return sorted(entries)
 
-    def bundle(self, cache_dir: Path) -> Path:
-        """``cache_dir/parity-<digest>.zip`` of ``files()``, written unless already there."""
+    def bundle(self, cache_dir: Path, keep: int = KEEP) -> Path:
+        """``cache_dir/parity-<digest>.zip`` of ``files()``: an existing one is marked used
+        now (its time), else it is written and the cache pruned to the ``keep`` used last."""
         entries = self.files()
         target = cache_dir / f"parity-{digest(entries)}.zip"
-        if not target.exists():
+        try:
+            os.utime(target)
+        except FileNotFoundError:
             cache_dir.mkdir(parents=True, exist_ok=True)
             write_zip(entries, target)
+            prune(cache_dir, keep=keep, spare=target)
+        except PermissionError:
+            pass  # another user's zip (0644): used as it is, its time left to its owner
         return target
 
 
@@ -132,6 +171,26 @@ def digest(entries: Iterable[tuple[str, bytes]]) -> str:
         hasher.update(b"%d:%b%d:" % (len(encoded), encoded, len(content)))
         hasher.update(content)
     return hasher.hexdigest()[:16]
+
+
+def prune(cache_dir: Path, *, keep: int, spare: Path) -> list[Path]:
+    """Remove the zips of ``cache_dir`` but ``spare`` and the newest others (``keep`` in all,
+    by modification time); the ones removed. Another process may be building, reusing or
+    pruning at the same time: a zip that vanishes meanwhile is skipped, and a staging file
+    (``.parity-...``, ``write_zip``'s) is never a zip here. A zip this user may not remove
+    (another's, in a sticky directory) stays: cleaning up never fails a submission."""
+    aged = []
+    for path in cache_dir.glob(ZIP_PATTERN):
+        if path == spare:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            aged.append((path.stat().st_mtime_ns, path.name, path))
+    removed = []
+    for _, _, path in sorted(aged, reverse=True)[max(keep - 1, 0) :]:
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def write_zip(entries: Iterable[tuple[str, bytes]], target: Path) -> None:
