@@ -148,6 +148,33 @@ def test_blocking_on_a_gate_and_not_on_a_merge() -> None:
     assert merge.properties["blocking"].found is False
 
 
+@pytest.mark.parametrize(
+    ("ref", "shape", "announced"),
+    [
+        # blocking found: statefulness inferred from it; no key: no partition-interference
+        ("pairs:Gate", "pair", [(1, "nondeterminism"), (2, "selectivity"), (3, "blocking"),
+                                (5, "non_commutativity")]),
+        # non-deterministic: order, state and keys undetermined (Fig. 4), never tested
+        ("streams:RandomSample", "stream", [(1, "nondeterminism"), (2, "selectivity")]),
+    ],
+)  # fmt: skip
+def test_each_property_tested_is_announced_as_it_starts(
+    ref: str, shape: str, announced: list[tuple[int, str]]
+) -> None:
+    """``on_property`` hears of each property as its tests start (``parity properties``
+    shows it as progress), with its place among the six; one decided without a test is
+    never announced."""
+    subject = load_subject(f"jobs.examples.operators.{ref}", [ITEMS], (), shape, 0.3)
+    plan = Plan(ALL, 2, 0, subject.domains)
+    context = Context(subject.operator, (), random.Random(0), max_delay=0.01)
+    heard: list[tuple[int, str, int]] = []
+    report = check_operator(
+        context, plan, "hybrid", on_property=lambda name, i, total: heard.append((i, name, total))
+    )
+    assert heard == [(index, name, 6) for index, name in announced]
+    assert [n for n, o in report.properties.items() if o.tests] == [n for _, n in announced]
+
+
 def _suggested(ref: str, sample: str, keys: tuple[str, ...], budget: int = 10) -> str:
     text = suggest_spec(_report(ref, sample, keys, budget=budget), None)
     parse_spec(parse_yaml(text, "suggested.yaml"), "suggested.yaml")  # a valid spec

@@ -10,8 +10,9 @@ SAMPLE (JSON lines, CSV or Parquet) is the operator's input; for ``--shape pair`
 port 0's (left) input and ``--sample-right`` port 1's (right; without it, both ports take
 rows of SAMPLE's schema). The run is stored as kind ``properties`` (``parity.cli.property_runs``;
 ``--no-store``: not), its id printed on stderr; on a terminal, stderr also shows which step
-runs and for how long (``parity.cli.progress``). Exit 0 when it ran, whatever it found; 2 on
-bad input::
+runs and for how long (``parity.cli.progress``: the operator's steps, and each property as
+its tests start, ``property 4 of 6: statefulness``). Exit 0 when it ran, whatever it found;
+2 on bad input::
 
     nondeterminism          potentially deterministic (30 tests, 0.01 s)
     statefulness            definitely stateful (1 test, 0.00 s)
@@ -157,7 +158,11 @@ def _run_properties(args: argparse.Namespace, out: TextIO, progress: Progress) -
         f"operator {args.operator}: testing {len(PROPERTIES)} properties "
         f"({technique_label(techniques)}, budget {args.budget} tests each)"
     )
-    report = check_operator(context, plan, technique_label(techniques))
+
+    def announce(name: str, index: int, total: int) -> None:
+        progress.step(f"property {index} of {total}: {name}")
+
+    report = check_operator(context, plan, technique_label(techniques), on_property=announce)
     progress.step(f"operator {args.operator}: tested in {report.seconds:.1f}s")
     found = report.evidence_tests()
     if found:

@@ -8,13 +8,18 @@ evidence or the budget (``budget`` tests per technique; hybrid has 12 techniques
 of each in turn). Tests start at two items (§V-C) and grow by one per test (Table I's
 "tests of increasing length"), up to ``MAX_ITEMS``. Evidence is shrunk, then kept in the
 evidence file for ``reuse`` runs.
+
+A caller that shows progress passes ``on_property(name, index, total)``: called as each
+property's tests start, with its place among ``PROPERTIES`` (1-based) and their number. A
+property Fig. 4 decides without testing (inferred, not applicable, undetermined) is never
+announced, so the places a one-input operator shows skip blocking's.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +40,9 @@ from parity.properties.shrinking import shrink
 MAX_ITEMS = 10
 #: replays a shrink may spend: streams are cheap, DataFrames pay a Spark job each
 SHRINK_BUDGET = {True: 300, False: 40}
+
+#: told ``(name, index, total)`` as a property's tests start (``check_operator``)
+PropertyHook = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +110,22 @@ class Plan:
     max_items: int = MAX_ITEMS
 
 
-def check_operator(context: Context, plan: Plan, technique_name: str) -> Report:
-    """Every property, in Fig. 4's order."""
+def check_operator(
+    context: Context,
+    plan: Plan,
+    technique_name: str,
+    on_property: PropertyHook | None = None,
+) -> Report:
+    """Every property, in Fig. 4's order; ``on_property`` hears of each one tested as it
+    starts."""
     started = time.monotonic()
     productive: list[Test] = list(plan.reused)
     done: dict[str, Outcome] = {}
     op = context.operator
 
     def run(name: str) -> Outcome:
+        if on_property is not None:
+            on_property(name, PROPERTIES.index(name) + 1, len(PROPERTIES))
         outcome = _algorithm_1(name, context, plan, productive)
         done[name] = outcome
         return outcome
