@@ -20,10 +20,11 @@ from matcher.store import RunOutcome, RunRecord, RunStart, Store, StoreError
 from matcher.store.records import PROPERTIES
 from parity.cli import main
 from parity.cli.property_runs import Storage, store_report
+from parity.properties.properties import PROPERTIES as PROPERTY_NAMES
 from parity.properties.runner import Outcome, Report
 from parity.views.gate import gate_status
 from parity.views.history import history_row
-from parity.views.properties import spec_warnings
+from parity.views.properties import properties_document, property_rows, spec_warnings
 from parity.views.report import render_report_html, report_document
 
 pytest.register_assert_rewrite("store_fixtures")
@@ -189,6 +190,19 @@ def test_history_and_report_commands_show_a_properties_run(
     assert (document["kind"], document["verdict"]) == ("properties", None)
     assert document["properties"] == json.loads(json.dumps(report.to_dict()))
     assert document["recovery"] is None
+
+
+def test_the_report_lists_the_properties_in_the_runner_s_order(db_url: str) -> None:
+    """The views name no property themselves: the rows follow the stored document, which the
+    runner writes in ``PROPERTIES``' order (whatever order its outcomes were decided in) and
+    the store reads back in that order."""
+    report = taxi_report()
+    shuffled = dataclasses.replace(
+        report, properties=dict(reversed(list(report.properties.items())))
+    )
+    document = properties_document(_record(db_url, _store(db_url, shuffled)))
+    assert document is not None
+    assert [row["name"] for row in property_rows(document)] == list(PROPERTY_NAMES)
 
 
 def test_the_html_report_has_a_properties_section(sqlite_url: str) -> None:

@@ -8,6 +8,12 @@ sections the findings imply (``parity.properties.suggest``) as text (``suggested
 and as values (``suggested``: ``dependence``, ``equality``, ``noise``). It has no verdict:
 it judges no candidate, its findings are its properties.
 
+The properties are shown in the document's own order: the runner writes them in the order of
+``parity.properties.properties.PROPERTIES``, the one list of their names, and the store's
+JSON columns keep an object's keys in order. That list is not imported here: its module
+runs operators on Spark, which this package must not import (the ``views`` import contract;
+the plugin reads through it).
+
 ``spec_warnings`` is what ``parity compare`` and the DAG's ``properties`` task print: for each
 operator of the spec's ``properties:`` with a stored run, one line when the spec's
 ``dependence`` lets the outputs reorder more than the operator's properties allow, or its
@@ -29,15 +35,6 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is imported by whoever opens it
     from matcher.spec import Spec
     from matcher.store import RunRecord, Store
 
-#: the six properties, in the order the report lists them (``parity.properties``)
-PROPERTY_NAMES = (
-    "nondeterminism",
-    "selectivity",
-    "blocking",
-    "statefulness",
-    "non_commutativity",
-    "partition_interference",
-)
 #: what evidence makes definite, and what its absence leaves possible
 WORDS = {
     "nondeterminism": ("definitely non-deterministic", "potentially deterministic"),
@@ -69,13 +66,8 @@ def properties_document(record: RunRecord) -> dict[str, Any] | None:
 def property_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per property: its name, what was found, the evidence input (shrunk), and
     the selectivity class, key and test counts where they apply."""
-    properties = document.get("properties")
-    properties = properties if isinstance(properties, Mapping) else {}
     rows = []
-    for name in PROPERTY_NAMES:
-        outcome = properties.get(name)
-        if not isinstance(outcome, Mapping):
-            continue
+    for name, outcome in _outcomes(document):
         evidence = outcome.get("evidence")
         # an inferred property's evidence is another's (blocking's for statefulness)
         shown: Mapping[str, Any] = (
@@ -187,16 +179,21 @@ def contradictions(spec: Spec, record: RunRecord) -> list[str]:
     return changes
 
 
-def _found(document: Mapping[str, Any]) -> list[str]:
+def _outcomes(document: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Each property's name and outcome, in the order the report lists them."""
     properties = document.get("properties")
     if not isinstance(properties, Mapping):
         return []
     return [
+        (str(name), outcome) for name, outcome in properties.items() if isinstance(outcome, Mapping)
+    ]
+
+
+def _found(document: Mapping[str, Any]) -> list[str]:
+    return [
         name.replace("_", "-")
-        for name in PROPERTY_NAMES
-        if isinstance(properties.get(name), Mapping)
-        and properties[name].get("found")
-        and name != "selectivity"
+        for name, outcome in _outcomes(document)
+        if outcome.get("found") and name != "selectivity"
     ]
 
 
