@@ -21,8 +21,10 @@ that was never started. An error is one line on stderr, ``expectations: error: .
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -32,9 +34,11 @@ from expectations.suites import (
     load_suite,
     referenced_columns,
 )
-from jobs.entry import run_job, session
+from jobs.entry import load_spec_at, run_job, session
+from matcher import uris
 from matcher.errors import InputError, SpecError
-from matcher.spec import Spec, load_spec
+from matcher.files import locations
+from matcher.spec import Spec
 from matcher.store import DATA_DOCS_DIR, ExpectationRecord, Store, UnknownRunError
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -92,16 +96,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    spec = load_spec(args.spec)
+    spec = load_spec_at(args.spec)
     plan = plan_expectations(spec, Path(args.root), has_reference=args.reference is not None)
     with Store.open(args.db) as store:
         if store.get_run(args.run_id) is None:
             raise UnknownRunError(f"no run {args.run_id!r} in {store.url}")
-        docs = Path(args.report_dir) / DATA_DOCS_DIR if args.report_dir else None
-        results = _run(spec, plan, args.candidate, args.reference, docs, args.run_id)
+        docs = uris.join(args.report_dir, DATA_DOCS_DIR) if args.report_dir else None
+        with _docs_folder(docs) as folder:
+            results = _run(spec, plan, args.candidate, args.reference, folder, args.run_id)
         store.record_expectations(args.run_id, results)
     print(summary(args.run_id, results, docs))
     return EXIT_OK
+
+
+@contextlib.contextmanager
+def _docs_folder(docs: str | None) -> Iterator[Path | None]:
+    """The local folder Great Expectations writes the Data Docs to (it writes only local
+    files): ``docs`` itself when local, else a temporary folder copied to ``docs`` (a
+    workspace on shared storage) once they are written."""
+    local = None if docs is None else uris.local_path(docs)
+    if docs is None or local is not None:
+        yield local
+        return
+    with tempfile.TemporaryDirectory(prefix="parity-data-docs-") as staging:
+        yield Path(staging)
+        locations.upload_tree(Path(staging), docs)
 
 
 def _run(
@@ -148,7 +167,7 @@ def _present(suite: Suite, columns: Sequence[str]) -> Suite:
     return replace(suite, expectations=kept)
 
 
-def summary(run_id: str, results: Sequence[ExpectationRecord], docs: Path | None) -> str:
+def summary(run_id: str, results: Sequence[ExpectationRecord], docs: str | None) -> str:
     """One line: how many expectations were met, per suite and side."""
     if not results:
         return f"expectations: {run_id}: nothing to run"
@@ -159,7 +178,7 @@ def summary(run_id: str, results: Sequence[ExpectationRecord], docs: Path | None
         f"{suite} on {side} {sum(ok)}/{len(ok)}" for (suite, side), ok in groups.items()
     )
     met = sum(r.success for r in results)
-    where = f"; Data Docs {docs / 'index.html'}" if docs is not None else ""
+    where = f"; Data Docs {uris.join(docs, 'index.html')}" if docs is not None else ""
     return f"expectations: {run_id}: {met} of {len(results)} met ({parts}){where}"
 
 

@@ -17,9 +17,12 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from matcher.errors import ParityError
+from matcher import uris
+from matcher.errors import ParityError, SpecError
 from matcher.failures import internal_error_line
+from matcher.files import locations
 from matcher.spark.failures import known_failure
+from matcher.spec import Spec, load_spec, parse_spec, parse_yaml
 
 EXIT_ERROR = 2
 
@@ -34,6 +37,21 @@ def session(job: str, *, conf: Mapping[str, str] | None = None) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def load_spec_at(location: str) -> Spec:
+    """The spec at ``location``: a local file, or the effective spec a run with overrides
+    keeps in its workspace on shared storage (``hdfs://``, ``s3a://``, ...), whose
+    ``module:function`` references import from ``sys.path``."""
+    if uris.local_path(location) is not None:
+        return load_spec(uris.local_path(location) or location)
+    try:
+        text = locations.read_text(location)
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{location}: not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:
+        raise SpecError(f"{location}: cannot read the spec: {exc}") from exc
+    return parse_spec(parse_yaml(text, location), location)
 
 
 def fail(job: str, exc: BaseException) -> int:

@@ -39,18 +39,19 @@ import datetime as dt
 import json
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from jobs.entry import run_job, session
+from jobs.entry import load_spec_at, run_job, session
+from matcher import uris
 from matcher.arguments import whole_number
 from matcher.errors import InputError
 from matcher.failures import check_text_arguments
+from matcher.files import locations
 from matcher.serialize import json_safe
 from matcher.spark.failures import known_failure
 from matcher.spark.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 from matcher.spark.session import fit_shuffle_partitions
-from matcher.spec import ApplicationSpec, Spec, load_spec
+from matcher.spec import ApplicationSpec, Spec
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
 from matcher.store.records import COMPARISON, MATCHED_KINDS
 from matcher.store.run_ids import adhoc_run_id, pipeline_run_id
@@ -171,8 +172,8 @@ def _stats_document(parser: argparse.ArgumentParser, path: str | None) -> dict[s
     if path is None:
         return {}
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        document = json.loads(locations.read_text(path))
+    except (OSError, ValueError, InputError) as exc:
         parser.error(f"--stats-json: cannot read {path}: {exc}")
     if not isinstance(document, dict):
         parser.error(f"--stats-json: {path}: expected a JSON object")
@@ -259,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Compare and record; raises on failure, after marking a started run failed."""
-    spec = load_spec(args.spec)
+    spec = load_spec_at(args.spec)
     store = Store.open(args.db)
     try:
         start = build_run_start(args, spec)
@@ -315,13 +316,11 @@ def exit_code(status: str, *, record_only: bool) -> int:
 
 def _write_documents(args: argparse.Namespace, document: Mapping[str, Any]) -> None:
     text = json.dumps(json_safe(document), allow_nan=False, ensure_ascii=False) + "\n"
-    targets = [Path(args.json_out)] if args.json_out else []
+    targets = [args.json_out] if args.json_out else []
     if args.report_dir:
-        directory = Path(args.report_dir)
-        directory.mkdir(parents=True, exist_ok=True)
-        targets.append(directory / REPORT_FILE)
+        targets.append(uris.join(args.report_dir, REPORT_FILE))
     for target in targets:
-        target.write_text(text, encoding="utf-8")
+        locations.write_text(target, text)
 
 
 if __name__ == "__main__":

@@ -33,18 +33,19 @@ no slice behind.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
-import shutil
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from jobs.entry import run_job, session
+from matcher import uris
 from matcher.errors import InputError
+from matcher.files import locations
 from matcher.formats import FORMATS, format_of_path, spark_format
 
 EXIT_OK, EXIT_ERROR = 0, 2
@@ -85,7 +86,7 @@ def write_slice(args: argparse.Namespace) -> int:
     from matcher.spark.session import fit_shuffle_partitions
     from matcher.spark.streams import read_stream
 
-    out = Path(args.out)
+    out = args.out
     try:
         spark = session("slice", conf={"spark.sql.session.timeZone": "UTC"})  # zone-less: UTC
         fit_shuffle_partitions(spark, [args.capture])  # a small capture: few shuffle tasks
@@ -94,12 +95,12 @@ def write_slice(args: argparse.Namespace) -> int:
         key = [k for k in (args.key or "").split(",") if k]
         chosen = select_slice(capture, args.column, args.start, args.end, args.sample, key)
         kind = args.format or format_of_path(args.capture)
-        rows, files = write_ordered(chosen, str(out), kind, args.files)
+        rows, files = write_ordered(chosen, out, kind, args.files)
         if rows == 0:
             raise SliceError(_empty(capture, args))
     except BaseException:
-        if out.exists():  # no half-written slice
-            shutil.rmtree(out, ignore_errors=True)
+        with contextlib.suppress(OSError, InputError):  # no half-written slice
+            locations.remove_tree(out)
         raise
 
     summary = {
@@ -111,10 +112,10 @@ def write_slice(args: argparse.Namespace) -> int:
         "sample": args.sample,
         "key": key or None,
         "rows": rows,
-        "files": [p.name for p in files],
+        "files": files,
     }
     if args.summary_json:
-        Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        locations.write_text(args.summary_json, json.dumps(summary, indent=2) + "\n")
     window = (
         "the whole capture" if args.start is None else f"[{summary['start']}, {summary['end']})"
     )
@@ -173,9 +174,10 @@ def time_of(df: Any, column: str) -> Any:
     )
 
 
-def write_ordered(df: Any, out: str, kind: str, files: int) -> tuple[int, list[Path]]:
+def write_ordered(df: Any, out: str, kind: str, files: int) -> tuple[int, list[str]]:
     """Write ``df`` (with ``__pos``) as up to ``files`` files in stream order: range
-    partitions of ``__pos``, each sorted, are part files named in partition order."""
+    partitions of ``__pos``, each sorted, are part files named in partition order. The
+    row count and the files' names."""
     ordered = (
         df.repartitionByRange(files, "__pos")
         .sortWithinPartitions("__pos")
@@ -187,18 +189,26 @@ def write_ordered(df: Any, out: str, kind: str, files: int) -> tuple[int, list[P
     if spark_format(kind) == "json":
         writer = writer.option("ignoreNullFields", False)  # keep all-null columns in the schema
     writer.format(spark_format(kind)).save(out)
-    data = sorted(p for p in Path(out).iterdir() if not p.name.startswith((".", "_")))
+    names = locations.data_files(out)
     rows = df.sparkSession.read.format(spark_format(kind)).option("header", True).load(out).count()
-    _stamp_in_order(data)
-    return rows, data
+    _stamp_in_order(out, names)
+    return rows, names
 
 
-def _stamp_in_order(files: Sequence[Path]) -> None:
+def _stamp_in_order(out: str, names: Sequence[str]) -> None:
     """Increasing modification times in name order: a file stream source reads files in
-    modification-time order (ties in listing order)."""
-    base = time.time() - len(files) - 1
-    for n, path in enumerate(files):
-        os.utime(path, (base + n, base + n))
+    modification-time order (ties in listing order). A store whose times cannot be set
+    (``hdfs://``, ``s3a://``: a file's time is its upload's) keeps them, and says so."""
+    folder = uris.local_path(out)
+    if folder is None:
+        print(
+            f"slice: note: {out}: modification times are the store's; a file stream source "
+            "with maxFilesPerTrigger may read the slice's files out of name order"
+        )
+        return
+    base = time.time() - len(names) - 1
+    for n, name in enumerate(names):
+        os.utime(folder / name, (base + n, base + n))
 
 
 def _empty(capture: Any, args: argparse.Namespace) -> str:

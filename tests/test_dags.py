@@ -25,7 +25,14 @@ from matcher.spec import load_spec, parse_spec, parse_yaml
 from matcher.store import RunOutcome, RunStart, Store
 from parity.airflow.factory import load_validations
 from parity.airflow.gate import record_gate
-from parity.airflow.plan import PARAMS, RunContext, RunPlan, plan_run, workspace
+from parity.airflow.plan import (
+    PARAMS,
+    WORKSPACE_VARIABLE,
+    RunContext,
+    RunPlan,
+    plan_run,
+    workspace,
+)
 
 pytest_plugins = ("airflow_fixtures",)
 
@@ -404,7 +411,7 @@ def test_equivalent_then_divergent_runs_end_to_end(
         ok = relay_dag.test(logical_date=dt.datetime(2024, 5, 2, tzinfo=UTC))
     assert str(ok.state) == "success", states(ok)
     assert (str(ok.run_type), ok.run_id) == ("scheduled", "scheduled__2024-05-02T00:00:00+00:00")
-    run_dir = workspace(parity_env.home, "parity_relay", ok.run_id)
+    run_dir = Path(workspace(str(parity_env.home / "runs"), "parity_relay", ok.run_id))
     slice_files = sorted(p.name for p in (run_dir / "slice").glob("part-*"))
     assert len(slice_files) == 4
     sliced = pq.read_table([run_dir / "slice" / name for name in slice_files])
@@ -436,7 +443,11 @@ def test_equivalent_then_divergent_runs_end_to_end(
         f"(/plugin/parity/parity/runs/parity_relay%2F{quote(ok.run_id, safe='')})"
     )
 
-    # An ad-hoc run: a buggy candidate (loses offset 7) on a window given as parameters.
+    # An ad-hoc run: a buggy candidate (loses offset 7) on a window given as parameters, in
+    # a workspace the deployment names by URI, as it would a shared store (hdfs://, s3a://):
+    # Spark and the Python side (pyarrow.fs) both take it as a URI, never as a local path.
+    shared = parity_env.home / "shared"
+    monkeypatch.setenv(WORKSPACE_VARIABLE, f"file://{shared}")
     bad = relay_dag.test(
         run_conf={
             "candidate_args": ["--input", "{input}", "--output", "{output}", "--drop-offset", "7"],
@@ -474,6 +485,20 @@ def test_equivalent_then_divergent_runs_end_to_end(
         (d.kind, d.key, d.reference_position, d.candidate_position) for d in record.divergences
     ] == [("loss", "T2", 4, 6)]  # it belongs before T2's next event, offset 10
     assert dict(record.counts) == {"loss": 1, "duplication": 0, "reordering": 0, "corruption": 0}
+    bad_dir = workspace(f"file://{shared}", "parity_relay", bad.run_id)
+    assert record.report_path == f"{bad_dir}/report"
+    written = Path(bad_dir.removeprefix("file://"))
+    assert sorted(p.name for p in written.iterdir()) == [
+        "candidate",
+        "plan.json",
+        "reference",
+        "report",
+        "slice",
+        "slice.json",
+        "verdict.json",
+    ]
+    assert (written / "report" / "match.json").is_file()
+    assert (written / "report" / "data_docs" / "index.html").is_file()
     assert dag_run_note(bad.run_id).startswith(
         "**Parity: divergent** (loss 1, duplication 0, reordering 0, corruption 0); gate "
         "closed: verdict divergent \\(the gate requires equivalent\\); expectations passed. "

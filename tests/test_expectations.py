@@ -450,7 +450,7 @@ def test_job_summary_line() -> None:
         ExpectationRecord("a", "candidate", "expect_y", False),
         ExpectationRecord("b", "reference", "expect_x", True),
     ]
-    assert summary("r1", results, Path("/r/data_docs")) == (
+    assert summary("r1", results, "/r/data_docs") == (
         "expectations: r1: 2 of 3 met (a on candidate 1/2, b on reference 1/1); "
         "Data Docs /r/data_docs/index.html"
     )

@@ -18,6 +18,7 @@ import pytest
 from matcher.errors import SpecError
 from matcher.spec import Spec, parse_spec, parse_yaml
 from parity.airflow.plan import (
+    WORKSPACE_VARIABLE,
     AdhocPolicy,
     RunContext,
     RunPlan,
@@ -26,6 +27,7 @@ from parity.airflow.plan import (
     plan_run,
     prepare_workspace,
     workspace,
+    workspace_root_of,
 )
 
 UTC = dt.UTC
@@ -241,9 +243,36 @@ def test_no_time_column_replays_the_whole_capture(root: Path) -> None:
 
 
 def test_workspaces_never_collide() -> None:
+    assert workspace("/h/runs", "d", "a:b") == "/h/runs/d/a_b-6783a31e"
+    assert workspace("/h/runs", "d", "a+b") == "/h/runs/d/a_b-300273da"
+    assert workspace("s3a://b/p/", "d", "a:b") == "s3a://b/p/d/a_b-6783a31e"
+
+
+def test_the_workspace_root_is_the_deployments_or_the_homes() -> None:
     home = Path("/h")
-    assert workspace(home, "d", "a:b") == Path("/h/runs/d/a_b-6783a31e")
-    assert workspace(home, "d", "a+b") == Path("/h/runs/d/a_b-300273da")
+    assert workspace_root_of(home, {}) == "/h/runs"
+    assert workspace_root_of(home, {WORKSPACE_VARIABLE: " "}) == "/h/runs"
+    named = {WORKSPACE_VARIABLE: "hdfs://nn:8020/parity"}
+    assert workspace_root_of(home, named) == "hdfs://nn:8020/parity"
+
+
+def test_a_workspace_on_a_uri_names_every_job_path_there(root: Path) -> None:
+    context = RunContext(
+        dag_id="parity_nightly",
+        dag_run_id="manual__u",
+        params={"dependence": BARRIERS},
+        interval_start=dt.datetime(2024, 5, 1, tzinfo=UTC),
+        interval_end=dt.datetime(2024, 5, 2, tzinfo=UTC),
+    )
+    made = plan_run(
+        spec_at(root), context, root=root, home=root / "home", workspace_root="s3a://b/runs"
+    )
+    assert made.run_dir.startswith("s3a://b/runs/parity_nightly/")
+    assert made.spec_file == f"{made.run_dir}/spec.yaml"
+    argv = " ".join(" ".join(job.argv()) for job in made.jobs.values())
+    for name in ("slice", "reference", "candidate", "report", "slice.json", "verdict.json"):
+        assert f"{made.run_dir}/{name}" in argv
+    assert "s3a:/b" not in argv.replace("s3a://b", "")  # no path mangled by pathlib
 
 
 def manual(**params: Any) -> RunContext:

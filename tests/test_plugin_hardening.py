@@ -45,6 +45,8 @@ DOCS = "taxi/docs"  # a report folder with links planted inside its Data Docs
 ROOTED = "taxi/rooted"  # data_docs -> /
 LINKED = "taxi/linked"  # data_docs -> a folder beside it, inside the report folder
 SCHEMA_RUN = "taxi/schema"
+FILE_URI = "taxi/file-uri"  # the docs folder, named by a file:// URI (PARITY_WORKSPACE)
+REMOTE = "taxi/remote"  # a workspace on an object store: named, never served
 SECRET = "SECRET-PASSWORDS"
 SCHEMA = SchemaDiff(
     mode="strict",
@@ -117,9 +119,16 @@ def plant(tmp_path: Path) -> dict[str, Path]:
 
 def seed(store: Store, folders: dict[str, Path]) -> None:
     at = dt.datetime(2026, 1, 1, 3, tzinfo=UTC)
-    for run_id, folder in ((DOCS, "docs"), (ROOTED, "rooted"), (LINKED, "linked")):
+    reports = {
+        DOCS: str(folders["docs"]),
+        ROOTED: str(folders["rooted"]),
+        LINKED: str(folders["linked"]),
+        FILE_URI: f"file://{folders['docs']}",
+        REMOTE: "s3a://bucket/runs/parity_taxi/r/report",
+    }
+    for run_id, report_path in reports.items():
         store.start_run(RunStart(run_id, "taxi", started_at=at))
-        outcome = RunOutcome("equivalent", finished_at=at, report_path=str(folders[folder]))
+        outcome = RunOutcome("equivalent", finished_at=at, report_path=report_path)
         store.record_run(run_id, outcome)
     store.start_run(RunStart(SCHEMA_RUN, "taxi", started_at=at + dt.timedelta(hours=1)))
     store.record_run(SCHEMA_RUN, RunOutcome("divergent", finished_at=at, schema=SCHEMA))
@@ -160,6 +169,12 @@ def test_the_data_docs_are_served_sandboxed(site: Site) -> None:
     assert index.headers["content-security-policy"] == "sandbox allow-scripts allow-popups"
     assert index.headers["x-content-type-options"] == "nosniff"
     assert site.get(docs(DOCS, "sub/page.html")).text == "page"
+
+
+def test_data_docs_are_served_from_a_file_uri_workspace_and_not_from_a_store(site: Site) -> None:
+    assert site.get(docs(FILE_URI, "index.html")).text == "<p>index</p>"
+    assert site.get(docs(FILE_URI, "passwd")).status_code == 404  # the same sandbox
+    assert site.get(docs(REMOTE, "index.html")).status_code == 404
 
 
 REFUSED = [
@@ -320,7 +335,7 @@ def test_the_calendars_and_integers_ends_are_answered(
 
 def test_the_last_day_includes_every_run(site: Site) -> None:
     runs = site.get("/api/runs", {"until": "9999-12-31"}).json()["runs"]
-    assert {run["run_id"] for run in runs} == {SCHEMA_RUN, LINKED, ROOTED, DOCS}
+    assert {run["run_id"] for run in runs} == {SCHEMA_RUN, LINKED, ROOTED, DOCS, FILE_URI, REMOTE}
 
 
 # -- the JSON API's schema findings ---------------------------------------------------------
@@ -333,5 +348,7 @@ def test_the_api_gives_each_runs_schema_as_the_report_does(site: Site) -> None:
         LINKED: None,
         ROOTED: None,
         DOCS: None,
+        FILE_URI: None,
+        REMOTE: None,
     }
     assert site.get(f"/api/runs/{quote(SCHEMA_RUN, safe='')}").json()["schema"] == SCHEMA_JSON

@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 from matcher.spark.session import (
     SMALL_OUTPUTS_BYTES,
     fit_shuffle_partitions,
-    local_bytes,
+    output_bytes,
     small_shuffle_partitions,
 )
 
@@ -29,16 +29,17 @@ def test_large_or_remote_outputs_keep_sparks_count() -> None:
     assert small_shuffle_partitions(None, 2) is None
 
 
-def test_local_bytes_counts_files_and_folders(tmp_path: Path) -> None:
+def test_output_bytes_counts_files_and_folders(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     (folder / "part=1").mkdir(parents=True)
     (folder / "part=1" / "a.parquet").write_bytes(b"x" * 10)
     (folder / "_SUCCESS").write_bytes(b"")
     single = tmp_path / "one.jsonl"
     single.write_bytes(b"y" * 5)
-    assert local_bytes([str(folder), f"file://{single}"]) == 15
-    assert local_bytes([str(folder), "s3a://bucket/out"]) is None
-    assert local_bytes([str(tmp_path / "missing")]) is None
+    assert output_bytes([str(folder), f"file://{single}"]) == 15
+    assert output_bytes([str(folder), "nosuchscheme://bucket/out"]) is None
+    assert output_bytes([str(tmp_path / "missing")]) is None
+    assert output_bytes([str(folder), str(single)], limit=12) is None  # stops past the limit
 
 
 @pytest.mark.spark

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.examples.taxi import INPUT_SCHEMA, OUTPUT_COLUMNS, haversine_km
+from matcher import uris
 
 OUTPUT_SCHEMA = (
     "taxi_id STRING, seq BIGINT, event_time TIMESTAMP, lat DOUBLE, lon DOUBLE, "
@@ -87,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.files_per_batch < 1:
         parser.error("--files-per-batch must be at least 1")
-    output, checkpoint = Path(args.output), Path(args.checkpoint)
-    if not Path(args.input).is_dir():
+    output, checkpoint = uris.local_path(args.output), args.checkpoint
+    if output is None:  # foreachBatch renames its part files with the local file system
+        print(f"streaming_taxi: error: {args.output}: the output must be local", file=sys.stderr)
+        return 2
+    source = uris.local_path(args.input)
+    if source is None or not source.is_dir():
         print(f"streaming_taxi: error: {args.input}: no such slice directory", file=sys.stderr)
         return 2
     output.mkdir(parents=True, exist_ok=True)  # with the checkpoint: resumed where it stopped

@@ -45,7 +45,7 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 
 def small_shuffle_partitions(total_bytes: int | None, cores: int) -> int | None:
-    """The shuffle partitions for outputs of ``total_bytes`` (None: not all local), or None
+    """The shuffle partitions for outputs of ``total_bytes`` (None: not known, or large), or None
     to keep Spark's. Spark's default, 200, suits gigabytes; on a slice of a few thousand rows
     the match's shuffles spend their time scheduling 200 near-empty tasks per stage (the
     bundled topics validation: 15.2 s of matching with 200, 3.4 s with 4). The verdict does
@@ -56,27 +56,25 @@ def small_shuffle_partitions(total_bytes: int | None, cores: int) -> int | None:
 
 
 def fit_shuffle_partitions(spark: Any, paths: Sequence[str]) -> int | None:
-    """Set ``spark.sql.shuffle.partitions`` for small local outputs, unless the job's
+    """Set ``spark.sql.shuffle.partitions`` for small outputs, unless the job's
     configuration (``--conf``, ``spark-defaults.conf``, the spec's ``conf``) sets it; the
     count set, or None."""
     if spark.sparkContext.getConf().contains(SHUFFLE_PARTITIONS):
         return None
-    chosen = small_shuffle_partitions(local_bytes(paths), spark.sparkContext.defaultParallelism)
+    chosen = small_shuffle_partitions(output_bytes(paths), spark.sparkContext.defaultParallelism)
     if chosen is not None:
         spark.conf.set(SHUFFLE_PARTITIONS, str(chosen))
     return chosen
 
 
-def local_bytes(paths: Sequence[str]) -> int | None:
-    """The bytes of the files under ``paths``, or None when one is not a local path."""
-    total = 0
-    for path in paths:
-        local = path.removeprefix("file://")
-        if "://" in local or not os.path.exists(local):
-            return None
-        if os.path.isfile(local):
-            total += os.path.getsize(local)
-            continue
-        for folder, _, names in os.walk(local):
-            total += sum(os.path.getsize(os.path.join(folder, name)) for name in names)
-    return total
+def output_bytes(paths: Sequence[str], limit: int = SMALL_OUTPUTS_BYTES) -> int | None:
+    """The bytes of the files under ``paths`` (local or on any store ``pyarrow.fs`` reaches,
+    ``matcher.files.locations``), or None past ``limit`` (the listing stops there) or when
+    one cannot be listed: a table name, a missing path, a store without credentials here."""
+    from matcher.errors import InputError
+    from matcher.files.locations import total_bytes
+
+    try:
+        return total_bytes(paths, limit)
+    except (OSError, ValueError, InputError):
+        return None

@@ -67,7 +67,8 @@ class InvalidValidationSpecs(SpecError):
 
 
 def parity_home() -> Path:
-    """``PARITY_HOME`` (default ``~/.parity``): run workspaces live in its ``runs/``."""
+    """``PARITY_HOME`` (default ``~/.parity``): run workspaces live in its ``runs/`` unless
+    ``PARITY_WORKSPACE`` puts them elsewhere (``parity.airflow.plan.workspace_root_of``)."""
     return Path(os.environ.get(HOME_VARIABLE) or DEFAULT_HOME).expanduser()
 
 

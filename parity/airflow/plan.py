@@ -8,8 +8,11 @@ The Airflow DAG (``parity.airflow.factory``) calls ``plan_run`` in its first tas
 parameters are checked here (an ad-hoc run's window, candidate, sample, overrides), the
 slice window is fixed (the parameters', else the spec's fixed window, else the run's data
 interval), every job's application and arguments are built, and the run gets its own
-workspace, ``$PARITY_HOME/runs/<dag_id>/<run>/`` with ``slice/``, ``reference/``,
-``candidate/``, ``rerun/`` and ``report/``. The plan travels to the Spark tasks as JSON (an
+workspace, ``<workspace root>/<dag_id>/<run>/`` with ``slice/``, ``reference/``,
+``candidate/``, ``rerun/`` and ``report/``. The root is ``$PARITY_WORKSPACE`` when the
+deployment sets it, a path or any URI Spark writes to (``hdfs://``, ``s3a://``, ...: shared
+storage, so that tasks on different workers see one workspace), else
+``$PARITY_HOME/runs``. The plan travels to the Spark tasks as JSON (an
 XCom), so every task of the run sees the same decisions.
 
 Who may trigger a run may not thereby run code of their choosing on the workers: an ad-hoc
@@ -18,7 +21,7 @@ run's ``candidate_application``, and any ``module:function`` its ``dependence`` 
 (``AdhocPolicy``: application roots in ``PARITY_ADHOC_APPLICATION_ROOTS``, module prefixes
 in ``PARITY_ADHOC_MODULE_PREFIXES``, set where the workers run, never by a trigger).
 
-Pure: no Airflow, no Spark, no file system access except ``prepare_workspace``, the
+Pure: no Airflow, no Spark, no storage access except ``prepare_workspace``, the
 existence checks of ``check_files`` and the resolution of an ad-hoc application's path.
 """
 
@@ -29,7 +32,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -39,7 +41,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from matcher import uris
 from matcher.errors import SpecError
+from matcher.files import locations
 from matcher.spec import ApplicationSpec, Spec, function_refs, parse_spec, parse_yaml
 from matcher.spec_problems import first_problem
 from matcher.store.run_ids import pipeline_run_id
@@ -63,6 +67,8 @@ DIRECTORIES = ("slice", "reference", "candidate", "rerun", "report")
 #: the deployment's allowlists for ad-hoc code: application roots (paths separated by
 #: ``os.pathsep``, relative ones to the repository) and module prefixes (separated by ``,``)
 ROOTS_VARIABLE = "PARITY_ADHOC_APPLICATION_ROOTS"
+#: where run workspaces go: a path or a Hadoop-compatible URI (default ``$PARITY_HOME/runs``)
+WORKSPACE_VARIABLE = "PARITY_WORKSPACE"
 MODULES_VARIABLE = "PARITY_ADHOC_MODULE_PREFIXES"
 
 #: the task whose XCom is the run's plan (``RunPlan.to_dict``)
@@ -200,7 +206,7 @@ class RunPlan:
         return cls(**values)
 
     def path(self, directory: str) -> str:
-        return str(Path(self.run_dir) / directory)
+        return uris.join(self.run_dir, directory)
 
 
 def plan_run(
@@ -210,23 +216,26 @@ def plan_run(
     root: Path,
     home: Path,
     adhoc: AdhocPolicy | None = None,
+    workspace_root: str | None = None,
 ) -> RunPlan:
     """The run's plan; a bad parameter or an unusable spec is a one-line ``SpecError``
     (``params.window_end: ...``, ``FILE: candidate: ...``). ``adhoc``: the code the run's
-    parameters may substitute (default: the deployment's, ``AdhocPolicy.from_environment``)."""
+    parameters may substitute (default: the deployment's, ``AdhocPolicy.from_environment``);
+    ``workspace_root``: where run workspaces go (default: ``workspace_root_of(home)``)."""
     params = _check_params(context.params)
     policy = AdhocPolicy.from_environment() if adhoc is None else adhoc
     reference, candidate = _applications(spec, params, policy, root)
-    run_dir = workspace(home, context.dag_id, context.dag_run_id)
+    root_dir = workspace_root or workspace_root_of(home)
+    run_dir = workspace(root_dir, context.dag_id, context.dag_run_id)
     overrides = _overrides(spec, params, root, policy)
-    dirs = {name: str(run_dir / name) for name in DIRECTORIES}
+    dirs = {name: uris.join(run_dir, name) for name in DIRECTORIES}
     chosen = _slice(spec, context, params, root)
     jobs = {
         "slice": build_slice_job(
-            spec.name, chosen, dirs["slice"], str(run_dir), root, spec.airflow.spark_conf
+            spec.name, chosen, dirs["slice"], run_dir, root, spec.airflow.spark_conf
         ),
-        "reference": build_app_job(spec.name, "reference", reference, dirs, str(run_dir), root),
-        "candidate": build_app_job(spec.name, "candidate", candidate, dirs, str(run_dir), root),
+        "reference": build_app_job(spec.name, "reference", reference, dirs, run_dir, root),
+        "candidate": build_app_job(spec.name, "candidate", candidate, dirs, run_dir, root),
     }
     if spec.noise.reference_runs > 1:
         rerun = reference.model_copy(
@@ -235,13 +244,13 @@ def plan_run(
                 "conf": {**reference.conf, **spec.noise.conf},
             }
         )
-        jobs["rerun"] = build_app_job(spec.name, "rerun", rerun, dirs, str(run_dir), root)
+        jobs["rerun"] = build_app_job(spec.name, "rerun", rerun, dirs, run_dir, root)
     plan = RunPlan(
         validation=spec.name,
         run_id=pipeline_run_id(context.dag_id, context.dag_run_id),
-        run_dir=str(run_dir),
+        run_dir=run_dir,
         trigger=context.trigger,
-        spec_file=str(run_dir / "spec.yaml") if overrides else str(_spec_path(spec, root)),
+        spec_file=_spec_file(spec, root, run_dir, overrides),
         overrides=MappingProxyType(overrides),
         slice=MappingProxyType(chosen),
         reference_version=reference.version,
@@ -262,25 +271,37 @@ def job_for(plan: RunPlan, name: str, task_try: int | None = None) -> SparkJob:
     return replace(job, args=(*job.args, "--task-try", str(task_try)))
 
 
-def workspace(home: Path, dag_id: str, dag_run_id: str) -> Path:
-    """``home/runs/<dag_id>/<run>``: the run id made safe for a file name, plus a hash of the
+def workspace_root_of(home: Path, environ: Mapping[str, str] = os.environ) -> str:
+    """``$PARITY_WORKSPACE`` (a path or a URI Spark writes to) when set, else
+    ``home/runs``."""
+    named = environ.get(WORKSPACE_VARIABLE, "").strip()
+    if not named:
+        return str(home / "runs")
+    return named if uris.is_uri(named) else str(Path(named).expanduser())
+
+
+def workspace(root: str, dag_id: str, dag_run_id: str) -> str:
+    """``root/<dag_id>/<run>``: the run id made safe for a file name, plus a hash of the
     raw id, so that two runs never share a directory (``a:b`` and ``a+b`` differ)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", dag_run_id).strip("._") or "run"
     digest = hashlib.sha256(dag_run_id.encode()).hexdigest()[:8]
-    return home / "runs" / dag_id / f"{safe[:80]}-{digest}"
+    return uris.join(root, dag_id, f"{safe[:80]}-{digest}")
 
 
 def prepare_workspace(plan: RunPlan, spec_text: str | None) -> None:
     """Empty the run's workspace (a re-run of the same DAG run starts clean), write the plan
     and, when the run overrides sections, the effective spec."""
-    run_dir = Path(plan.run_dir)
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True)
+    locations.make_empty_dir(plan.run_dir)
     if spec_text is not None:
-        Path(plan.spec_file).write_text(spec_text, encoding="utf-8")
+        locations.write_text(plan.spec_file, spec_text)
     document = json.dumps(plan.to_dict(), indent=2, sort_keys=True, default=str)
-    (run_dir / "plan.json").write_text(document + "\n", encoding="utf-8")
+    locations.write_text(uris.join(plan.run_dir, "plan.json"), document + "\n")
+
+
+def _spec_file(spec: Spec, root: Path, run_dir: str, overrides: Mapping[str, Any]) -> str:
+    """The spec the run's jobs read: the validation's own, or the effective one (with the
+    run's overrides) in the workspace."""
+    return uris.join(run_dir, "spec.yaml") if overrides else str(_spec_path(spec, root))
 
 
 def effective_spec_text(spec: Spec, overrides: Mapping[str, Any], root: Path) -> str | None:
@@ -497,7 +518,7 @@ def _build_match_job(
         args += ["--started-at", context.started_at.isoformat()]
     args += ["--slice-json", json.dumps(dict(plan.slice), sort_keys=True, separators=(",", ":"))]
     args += ["--report-dir", plan.path("report")]
-    args += ["--json-out", str(Path(plan.run_dir) / "verdict.json"), "--record-only"]
+    args += ["--json-out", uris.join(plan.run_dir, "verdict.json"), "--record-only"]
     return SparkJob(
         application=str(root / "jobs" / "match.py"),
         args=tuple(args),

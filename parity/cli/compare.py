@@ -6,19 +6,26 @@
 ``core`` streams both outputs through the matcher in this process
 (``matcher.files.compare``); ``spark`` matches them on a local Spark partitioned by the
 dependence key (``matcher.spark.outputs``); ``auto`` takes Spark when either output is a
-directory. Exit 0 equivalent, 1 divergent, 2 error. A spec with ``properties:`` is first held
-against the stored properties runs of its operators: a warning line on stderr for each it
-contradicts (``--db``: that store). On a terminal, stderr shows which step runs and for how
-long (``parity.cli.progress``; ``--progress``/``--no-progress`` to choose).
+directory. An output may be a store's URI (``s3a://``, ``hdfs://``, ``file://``): Spark reads
+it where it is, the core from a temporary local copy. Exit 0 equivalent, 1 divergent, 2
+error. A spec with ``properties:`` is first held against the stored properties runs of its
+operators: a warning line on stderr for each it contradicts (``--db``: that store). On a
+terminal, stderr shows which step runs and for how long (``parity.cli.progress``;
+``--progress``/``--no-progress`` to choose).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
+from matcher import uris
 from matcher.arguments import whole_number
 from matcher.errors import InputError
 from matcher.files.compare import compare_files
@@ -127,12 +134,13 @@ def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Pr
     if engine == "spark":
         verdict = _compare_on_spark(spec, args.reference, args.candidate, args.limit, progress)
     else:
-        # The core streams both outputs through the matcher: reading is matching.
-        progress.step(
-            f"reading and matching {args.reference} (reference) and {args.candidate} "
-            "(candidate) in this process"
-        )
-        verdict = compare_files(spec, args.reference, args.candidate, args.limit)
+        with _local_copies((args.reference, args.candidate), progress) as (reference, candidate):
+            # The core streams both outputs through the matcher: reading is matching.
+            progress.step(
+                f"reading and matching {reference} (reference) and {candidate} "
+                "(candidate) in this process"
+            )
+            verdict = compare_files(spec, reference, candidate, args.limit)
     progress.step(
         f"done: {'equivalent' if verdict.equivalent else 'divergent'} "
         f"({verdict.total_divergences} divergences)"
@@ -151,6 +159,28 @@ def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Pr
     return EXIT_EQUIVALENT if verdict.equivalent else EXIT_DIVERGENT
 
 
+@contextlib.contextmanager
+def _local_copies(outputs: Sequence[str], progress: Progress) -> Iterator[list[str]]:
+    """The outputs as local paths: an output on a store (``s3a://``, ``hdfs://``, ...) is
+    copied to a temporary folder first (``matcher.files.locations``), removed afterwards."""
+    if all(uris.local_path(output) is not None for output in outputs):
+        yield [str(uris.local_path(output)) for output in outputs]
+        return
+    from matcher.files.locations import download
+
+    with tempfile.TemporaryDirectory(prefix="parity-compare-") as staging:
+        local = []
+        for n, output in enumerate(outputs):
+            path = uris.local_path(output)
+            if path is None:
+                progress.step(f"copying {output} to {staging}")
+                folder = Path(staging) / ("reference", "candidate")[n]
+                folder.mkdir()
+                path = download(output, folder)
+            local.append(str(path))
+        yield local
+
+
 def _compare_on_spark(
     spec: Spec, reference: str, candidate: str, limit: int, progress: Progress
 ) -> Verdict:
@@ -161,7 +191,8 @@ def _compare_on_spark(
     from matcher.spark.session import local_session
 
     for path in (reference, candidate):
-        if not os.path.exists(path):
+        local = uris.local_path(path)  # a store's URI: Spark says whether it is there
+        if local is not None and not local.exists():
             raise InputError(f"{path}: no such file or directory")
     try:
         progress.step("starting a local Spark")

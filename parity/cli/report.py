@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from matcher import uris
 from parity.cli.commands import SUMMARY
 
 if TYPE_CHECKING:  # the store and Jinja2 are imported when the command runs
@@ -82,7 +83,7 @@ def _relative_data_docs(record: RunRecord, html: str) -> dict[str, str]:
     from parity.views.report import DATA_DOCS_LINK, data_docs_path, path_link
 
     docs = data_docs_path(record)
-    if docs is None or html == "-":
+    if docs is None or html == "-" or uris.local_path(docs) is None:  # on shared storage
         return {}
     start = os.path.dirname(os.path.abspath(html))
     relative = Path(os.path.relpath(os.path.abspath(docs), start)).as_posix()

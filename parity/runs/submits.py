@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from matcher import uris
 from matcher.spec import ApplicationSpec, placeholders
 
 SLICE_CONF = {"spark.sql.session.timeZone": "UTC"}
@@ -76,7 +77,7 @@ def build_slice_job(
         args += ["--start", chosen["start"], "--end", chosen["end"]]
     if chosen["sample"] is not None:
         args += ["--sample", repr(float(chosen["sample"])), "--key", ",".join(chosen["key"])]
-    args += ["--files", str(chosen["files"]), "--summary-json", str(Path(run_dir) / "slice.json")]
+    args += ["--files", str(chosen["files"]), "--summary-json", uris.join(run_dir, "slice.json")]
     return SparkJob(
         application=str(root / "jobs" / "slice.py"),
         args=tuple(args),
@@ -100,7 +101,7 @@ def build_app_job(
         "input": dirs["slice"],
         "output": dirs[role],
         "run_dir": run_dir,
-        "checkpoint": dirs.get("checkpoint", str(Path(run_dir) / "checkpoint")),
+        "checkpoint": dirs.get("checkpoint", uris.join(run_dir, "checkpoint")),
     }
     used: set[str] = set()
     for arg in app.args:

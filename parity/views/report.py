@@ -39,6 +39,7 @@ from urllib.parse import quote, urlsplit
 
 import jinja2
 
+from matcher import uris
 from matcher.gate import empty_outputs
 from matcher.serialize import json_safe
 from matcher.store import DATA_DOCS_DIR, ExpectationRecord, RunRecord, StoredDivergence
@@ -160,10 +161,11 @@ def recovery_view(record: RunRecord) -> dict[str, Any] | None:
 
 
 def data_docs_path(record: RunRecord) -> str | None:
-    """Where the expectations step wrote the run's Data Docs (``None``: no results)."""
+    """Where the expectations step wrote the run's Data Docs (``None``: no results): a path,
+    or a URI when the run's workspace is on shared storage."""
     if record.report_path is None or not record.expectations:
         return None
-    return str(PurePosixPath(record.report_path) / DATA_DOCS_DIR / "index.html")
+    return uris.join(record.report_path, DATA_DOCS_DIR, "index.html")
 
 
 def _noise(record: RunRecord) -> dict[str, Any] | None:

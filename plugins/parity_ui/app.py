@@ -51,6 +51,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from matcher import uris
 from matcher.store import DATA_DOCS_DIR, RunRecord, Store, StoreError
 from parity.views.gate import gate_status
 from parity.views.report import DATA_DOCS_LINK, render_report_html, report_document
@@ -283,9 +284,15 @@ def _report_links(record: RunRecord, roots: Roots) -> dict[str, str]:
     if dag_run is not None:
         links["Airflow DAG run"] = dag_run
     links["JSON"] = roots.run_api(record.run_id)
-    if record.report_path is not None and record.expectations:
+    if record.report_path is not None and record.expectations and _served(record.report_path):
         links[DATA_DOCS_LINK] = f"{roots.run(record.run_id)}{_DATA_DOCS}index.html"
     return links
+
+
+def _served(report_path: str) -> bool:
+    """Data Docs are served from a local report folder; one on shared storage (``s3a://``,
+    ``hdfs://``) is named, not linked, and its results are in Parity's own report."""
+    return uris.local_path(report_path) is not None
 
 
 def _data_docs_file(record: RunRecord, file: str) -> StreamingResponse:

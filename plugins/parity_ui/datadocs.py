@@ -22,9 +22,9 @@ import os
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import BinaryIO
 
+from matcher import uris
 from matcher.store import DATA_DOCS_DIR
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -51,10 +51,11 @@ def open_data_docs_file(report_path: str, file: str) -> DocsFile | None:
     """``file`` (a ``/``-separated path) of the Data Docs in ``report_path``, opened, or
     ``None`` when it is not a regular file reached without following a link."""
     parts = file.split("/")
-    if any(part in ("", ".", "..") for part in parts):
+    local = uris.local_path(report_path)  # None: on shared storage, not served
+    if local is None or any(part in ("", ".", "..") for part in parts):
         return None
     try:
-        root = os.open(Path(report_path).resolve(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        root = os.open(local.resolve(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except (OSError, ValueError):
         return None
     folder = root
