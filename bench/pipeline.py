@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from matcher.spec import load_spec  # noqa: E402
 from matcher.store.run_ids import dag_id_for  # noqa: E402
-from parity.airflow.plan import workspace  # noqa: E402
+from parity.airflow.plan import workspace, workspace_root_of  # noqa: E402
 from parity.recovery.runner import find_spark_submit  # noqa: E402
 from parity.runs.submits import build_app_job, spark_submit_argv  # noqa: E402
 from tools.demo import prepare, run_validation, task_seconds  # noqa: E402
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  run {attempt + 1}: DAG run {state} (see {log})", flush=True)
         whole.append(seconds)
         tasks.append(task_seconds(dag_id, run_id))
-        slice_dir = workspace(home, dag_id, run_id) / "slice"
+        slice_dir = Path(workspace(workspace_root_of(home), dag_id, run_id)) / "slice"
         print(f"  validation run {attempt + 1}: {seconds:.1f} s ({state})", flush=True)
     assert slice_dir is not None
 
