@@ -45,15 +45,16 @@ from matcher.store import RunOutcome, RunStart, Store
 
 
 def session(memory: str) -> Any:
+    """``local[2]`` with ``memory`` for the driver (``default``: Spark's own, 1g)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder.master("local[2]").appName("parity-bench")
+    if memory != "default":
+        builder = builder.config("spark.driver.memory", memory)
     spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("parity-bench")
-        .config("spark.driver.memory", memory)
-        .config("spark.ui.enabled", "false")
+        builder.config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .getOrCreate()
     )
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--keys", type=int, default=500_000)
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "parity-bench")
-    parser.add_argument("--memory", default="8g", help="spark.driver.memory")
+    parser.add_argument("--memory", default="8g", help="spark.driver.memory (default: Spark's)")
     parser.add_argument("--skip", nargs="*", default=[], help="baselines to skip: a b c c2")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, median compared")
     parser.add_argument("--explain", action="store_true", help="print Parity's screening plan")
