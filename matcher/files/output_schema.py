@@ -36,12 +36,12 @@ from matcher.columns import Group, check_groups, join, name_problem
 from matcher.errors import InputError
 from matcher.files.columnar import JsonBatch
 from matcher.files.readers import (
-    _csv_records,
-    _one_line,
-    _parquet_file,
+    csv_records,
     data_files,
     json_event_batches,
     json_name_error,
+    one_line_message,
+    parquet_file,
 )
 from matcher.schema import (
     Field,
@@ -71,7 +71,7 @@ def read_schema(path: str | Path, format: str | None = None) -> Schema | None:
     if kind == "parquet":
         return _parquet_schema(first)
     if kind == "csv":
-        for number, header in _csv_records(first):
+        for number, header in csv_records(first):
             check_groups(f"{first}: line {number}", "header", [("", header)])
             return Schema(tuple(Field(name, "string") for name in header))
         return None
@@ -158,11 +158,11 @@ def plan_schemas(spec: Spec, ref: Schema | None, cand: Schema | None) -> SchemaP
 
 
 def _parquet_schema(file: Path) -> Schema:
-    parquet = _parquet_file(file)
+    parquet = parquet_file(file)
     try:
         arrow = parquet.schema_arrow
     except Exception as exc:  # pyarrow's errors vary by version; any is an unreadable file
-        raise InputError(f"{file}: not a readable Parquet schema: {_one_line(exc)}") from exc
+        raise InputError(f"{file}: not a readable Parquet schema: {one_line_message(exc)}") from exc
     finally:
         parquet.close()
     spark = (arrow.metadata or {}).get(SPARK_SCHEMA_KEY)

@@ -120,13 +120,13 @@ def read_columns(path: str | Path, format: str | None = None) -> tuple[str, ...]
     sampled = 0
     for file, file_format in files:
         if file_format == "parquet":
-            parquet = _parquet_file(file)
+            parquet = parquet_file(file)
             try:
                 return tuple(parquet.schema_arrow.names)
             finally:
                 parquet.close()
         if file_format == "csv":
-            header = next(_csv_records(file), None)
+            header = next(csv_records(file), None)
             if header is not None:
                 return tuple(header[1])
             continue
@@ -324,8 +324,9 @@ def json_name_error(files: Iterable[Path]) -> InputError | None:
     return problem.error(where, "object")
 
 
-def _csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Non-blank CSV records, each with the line it ends on."""
+def csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Non-blank CSV records, each with the line it ends on (public: the schema reader
+    takes the header from here, so both read a CSV file the same way)."""
     where = [0]
 
     def texts(lines: Iterable[tuple[int, str]]) -> Iterator[str]:
@@ -343,7 +344,7 @@ def _csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
 
 
 def _csv_events(path: Path) -> Iterator[Event]:
-    records = _csv_records(path)
+    records = csv_records(path)
     first = next(records, None)
     if first is None:
         return
@@ -358,7 +359,7 @@ def _csv_events(path: Path) -> Iterator[Event]:
         yield dict(zip(names, row, strict=True))
 
 
-def _parquet_file(path: Path) -> Any:
+def parquet_file(path: Path) -> Any:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -369,7 +370,7 @@ def _parquet_file(path: Path) -> Any:
     except FileNotFoundError as exc:
         raise InputError(f"{path}: no such file or directory") from exc
     except (OSError, ValueError, pa.ArrowException) as exc:
-        raise InputError(f"{path}: not a readable Parquet file: {_one_line(exc)}") from exc
+        raise InputError(f"{path}: not a readable Parquet file: {one_line_message(exc)}") from exc
     try:
         schema = parquet.schema_arrow
     except Exception:  # pyarrow's errors vary by version: the caller's own read says it
@@ -385,16 +386,17 @@ def _parquet_file(path: Path) -> Any:
 def _parquet_events(path: Path) -> Iterator[Event]:
     import pyarrow as pa
 
-    parquet = _parquet_file(path)
+    parquet = parquet_file(path)
     try:
         for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
             # A map as a dict, as the Spark engine's events hold it (not a list of pairs).
             yield from batch.to_pylist(maps_as_pydicts="lossy")
     except (OSError, ValueError, pa.ArrowException) as exc:
-        raise InputError(f"{path}: cannot read Parquet rows: {_one_line(exc)}") from exc
+        raise InputError(f"{path}: cannot read Parquet rows: {one_line_message(exc)}") from exc
     finally:
         parquet.close()
 
 
-def _one_line(exc: BaseException) -> str:
+def one_line_message(exc: BaseException) -> str:
+    """A library's error message folded to one line, for an ``InputError``."""
     return " ".join(str(exc).split())
