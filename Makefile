@@ -5,7 +5,7 @@
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
 #   make cluster a bundled validation's DAG on a standalone Spark cluster with shipped code (minutes; not in CI)
-#   make crashes every variant of the detector's crash-and-restart runs (minutes; CI runs four of them)
+#   make crashes every variant of the detector's crash-and-restart runs, and on a standalone cluster (minutes; CI runs four of them)
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
 #   make fmt     format and auto-fix

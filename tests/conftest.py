@@ -46,7 +46,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 OPT_IN = {
     "scale": "millions of rows, minutes each (make scale)",
     "cluster": "a standalone Spark cluster running a validation's DAG, minutes (make cluster)",
-    "crashes": "every variant of the crash-and-restart runs, a minute each (make crashes)",
+    "crashes": "every crash-and-restart variant, and on a cluster: a minute each (make crashes)",
 }
 
 

@@ -497,6 +497,7 @@ def test_a_kill_after_the_sink_wrote_a_batch(variant: str, data: Path, tmp_path:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.crashes  # CI runs the detector on a cluster in test_recovery (executor kills)
 def test_the_detector_on_a_standalone_cluster(data: Path, tmp_path: Path) -> None:
     with standalone_cluster(tmp_path / "cluster", workers=1) as cluster:
         args = detector_args(data, tmp_path, "--files-per-batch", "1")
