@@ -1,4 +1,5 @@
-"""The match job: is the candidate's output equivalent to the reference's? Decided on Spark.
+"""The match job: is the candidate's output equivalent to the reference's? Decided on Spark,
+or, with ``--engine core``, by the core matcher in this process.
 
     PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[2]' jobs/match.py \\
         --reference out/reference --candidate out/candidate --spec validations/taxi.yaml \\
@@ -6,9 +7,13 @@
         [--limit N] [--noise-limit N] [--common-columns] [--record-only] \\
         [--trigger scheduled|adhoc|manual|cli] [--reference-version V] [--candidate-version V] \\
         [--dag-id D --dag-run-id R [--task-try N]] [--slice-json JSON] [--report-dir DIR]
+        [--engine spark|core]
 
 Reads both outputs in stream order (``output.order_by``, else files by name and rows in
-file order), matches them partitioned by the dependence key (``matcher.spark``), and writes
+file order), matches them partitioned by the dependence key (``matcher.spark``; with
+``--engine core``, streamed through the core matcher, ``matcher.files.compare``: the same
+verdict, for outputs small enough for one process, run with ``python`` rather than
+``spark-submit``, so that no JVM starts), and writes
 the verdict with its witnesses to the results store in one transaction under ``--run-id``
 (default ``DAG_ID/DAG_RUN_ID`` when both are given: a retried run replaces its earlier
 attempt). A job that fails leaves the run marked failed; a job killed outright stops renewing
@@ -47,10 +52,10 @@ from matcher.arguments import whole_number
 from matcher.errors import InputError
 from matcher.failures import check_text_arguments
 from matcher.files import locations
+from matcher.files.compare import compare_files_with_noise
+from matcher.noise import NOISE_LIMIT, NoisyComparison
 from matcher.serialize import json_safe
 from matcher.spark.failures import known_failure
-from matcher.spark.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
-from matcher.spark.session import fit_shuffle_partitions
 from matcher.spec import ApplicationSpec, Spec
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
 from matcher.store.records import COMPARISON, MATCHED_KINDS
@@ -58,6 +63,7 @@ from matcher.store.run_ids import adhoc_run_id, pipeline_run_id
 
 EXIT_EQUIVALENT, EXIT_DIVERGENT, EXIT_ERROR = 0, 1, 2
 TRIGGERS = ("scheduled", "adhoc", "manual", "cli")
+SPARK, CORE = "spark", "core"
 REPORT_FILE = "match.json"
 
 
@@ -73,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="the reference's output from a rerun on the same slice (repeatable): where it "
         "differs from --reference is noise",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=(SPARK, CORE),
+        default=SPARK,
+        help="spark (default): on Spark, partitioned by the dependence key; core: the core "
+        "matcher in this process, no Spark session (local outputs; the DAG's match task runs "
+        "it so, without spark-submit, when the outputs are small: PARITY_CORE_MATCH_BYTES)",
     )
     parser.add_argument("--run-id", help="the run's key in the store (default: a new one)")
     parser.add_argument("--db", metavar="URL", help="results database (default: PARITY_DB_URL)")
@@ -209,7 +223,7 @@ def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
         dag_id=args.dag_id,
         dag_run_id=args.dag_run_id,
         task_try=args.task_try,
-        engine="spark",
+        engine=args.engine,
         kind=args.kind,
     )
 
@@ -274,21 +288,7 @@ def run(args: argparse.Namespace) -> int:
         # The heartbeat renews the run's lease: if this process is killed, the run reads as
         # failed once the lease expires (matcher.store.lease), instead of running forever.
         with store.running(start), Heartbeat(store, start.run_id):
-            spark = session("match")
-            outputs = [args.reference, args.candidate, *args.rerun_reference]
-            partitions = fit_shuffle_partitions(spark, outputs)
-            if partitions is not None:
-                print(f"match: note: small outputs: {partitions} shuffle partitions")
-            result = compare_with_noise(
-                spark,
-                spec,
-                args.reference,
-                args.candidate,
-                reruns=args.rerun_reference,
-                limit=args.limit,
-                noise_limit=args.noise_limit,
-                common=args.common_columns,
-            )
+            result = compare(args, spec)
             # Written before the run is recorded: a file that cannot be written fails the run.
             _write_documents(args, verdict_document(start.run_id, result))
             store.record_run(start.run_id, build_outcome(result, args.report_dir, args.extra_stats))
@@ -307,6 +307,42 @@ def run(args: argparse.Namespace) -> int:
     if result.report is not None:
         print(f"match: noise: {result.report.summary()}")
     return exit_code(result.status, record_only=args.record_only)
+
+
+def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
+    """The reference against its reruns and the candidate, on the engine ``--engine`` names."""
+    outputs = [args.reference, args.candidate, *args.rerun_reference]
+    if args.engine == CORE:
+        local = [uris.local_path(output) for output in outputs]
+        for output, path in zip(outputs, local, strict=True):
+            if path is None:
+                raise InputError(f"{output}: --engine core reads local outputs only")
+        reference, candidate, *reruns = [str(path) for path in local]
+        return compare_files_with_noise(
+            spec,
+            reference,
+            candidate,
+            reruns=reruns,
+            limit=args.limit,
+            noise_limit=args.noise_limit,
+        )
+    from matcher.spark.noise import compare_with_noise
+    from matcher.spark.session import fit_shuffle_partitions
+
+    spark = session("match")
+    partitions = fit_shuffle_partitions(spark, outputs)
+    if partitions is not None:
+        print(f"match: note: small outputs: {partitions} shuffle partitions")
+    return compare_with_noise(
+        spark,
+        spec,
+        args.reference,
+        args.candidate,
+        reruns=args.rerun_reference,
+        limit=args.limit,
+        noise_limit=args.noise_limit,
+        common=args.common_columns,
+    )
 
 
 def exit_code(status: str, *, record_only: bool) -> int:

@@ -2,6 +2,8 @@
 
     noise = Noise.measure([reference_vs_rerun])       # Verdicts: the reference against its reruns
     report = explain(noise, reference_vs_candidate)   # -> NoiseReport; report.verdict is the run's
+    result = compare_with_noise(compare, "out/reference", "out/candidate",
+                                reruns=["out/rerun"], limit=100)   # both steps, any engine
 
 The reference runs a second time on the same slice with other partition counts, and the
 matcher compares the two runs exactly as it compares reference and candidate. Whatever that
@@ -45,7 +47,8 @@ only turn ``noisy`` into ``divergent``, never the reverse. Noisy columns are alw
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -54,6 +57,8 @@ from matcher.serialize import json_safe
 from matcher.verdict import DIVERGENT, EQUIVALENT, KINDS, Divergence, Verdict
 
 NOISY = "noisy"
+#: Witnesses kept per rerun comparison (and for the candidate's, when the reference is noisy).
+NOISE_LIMIT = 100_000
 #: How many noisy keys a report lists (all are counted).
 KEYS_SHOWN = 1_000
 
@@ -257,3 +262,49 @@ def _count(n: int, noun: str) -> str:
 
 def _runs(n: int) -> str:
     return "its rerun" if n == 1 else f"{n} reruns"
+
+
+#: An engine's comparison of two outputs: ``compare(reference, other, limit)`` is the verdict
+#: keeping ``limit`` witnesses and the seconds reading and matching took.
+Compare = Callable[[str, str, int], tuple[Verdict, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class NoisyComparison:
+    """The candidate's verdict (first ``limit`` witnesses), its reading against the
+    reference's noise, and how long each half took (seconds)."""
+
+    verdict: Verdict
+    report: NoiseReport | None
+    seconds: float
+    noise_seconds: float
+
+    @property
+    def status(self) -> str:
+        """The run's verdict: the noise report's, else the comparison's."""
+        return self.verdict.status if self.report is None else self.report.verdict
+
+
+def compare_with_noise(
+    compare: Compare,
+    reference: str,
+    candidate: str,
+    *,
+    reruns: Sequence[str] = (),
+    limit: int,
+    noise_limit: int = NOISE_LIMIT,
+) -> NoisyComparison:
+    """Compare the reference with each rerun, then with the candidate, on one engine.
+
+    Each rerun is compared keeping witnesses for up to ``noise_limit`` divergences, so that
+    every noisy key is known; when the reference is noisy, the candidate is compared keeping
+    as many, so that every candidate divergence can be checked against the noise. The
+    verdict returned keeps the first ``limit``."""
+    started = time.perf_counter()
+    noise = Noise.measure([compare(reference, rerun, noise_limit)[0] for rerun in reruns])
+    noise_seconds = time.perf_counter() - started
+    wide = limit if noise.silent else max(limit, noise_limit)
+    full, seconds = compare(reference, candidate, wide)
+    report = explain(noise, full).trim(limit) if reruns else None
+    verdict = replace(full, divergences=full.divergences[:limit])
+    return NoisyComparison(verdict, report, seconds, noise_seconds)

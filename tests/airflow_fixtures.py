@@ -100,6 +100,8 @@ def parity_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pari
     monkeypatch.setenv("PARITY_HOME", str(env.home))
     monkeypatch.setenv("PARITY_DB_URL", env.db_url)
     monkeypatch.setenv("PARITY_VALIDATIONS_DIR", str(env.validations))
+    # The match of small outputs on the core, as deployed by default (parity.runs.engines).
+    monkeypatch.delenv("PARITY_CORE_MATCH_BYTES", raising=False)
     # spark-defaults.conf for the test's spark-submits: no web UI, no progress bars, a
     # JVM tuned for jobs of seconds (as the demo's).
     _SPARK_CONF.mkdir(parents=True, exist_ok=True)

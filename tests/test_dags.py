@@ -33,6 +33,7 @@ from parity.airflow.plan import (
     plan_run,
     workspace,
 )
+from parity.runs.engines import BYTES_VARIABLE
 
 pytest_plugins = ("airflow_fixtures",)
 
@@ -431,6 +432,8 @@ def test_equivalent_then_divergent_runs_end_to_end(
     assert record.gate_reason == "verdict equivalent; expectations passed"
     assert (record.reference_version, record.candidate_version) == ("1.0", "1.1")
     assert (record.dag_id, record.dag_run_id, record.task_try) == ("parity_relay", ok.run_id, 1)
+    # Outputs of a few KiB: the match task ran the job on the core, no spark-submit.
+    assert record.engine == "core"
     # The stored start is the DAG run's, so the history shows the pipeline's duration
     assert ok.start_date is not None and record.started_at == ok.start_date.astimezone(UTC)
     assert (record.slice["start"], record.slice["end"]) == (
@@ -446,8 +449,10 @@ def test_equivalent_then_divergent_runs_end_to_end(
     # An ad-hoc run: a buggy candidate (loses offset 7) on a window given as parameters, in
     # a workspace the deployment names by URI, as it would a shared store (hdfs://, s3a://):
     # Spark and the Python side (pyarrow.fs) both take it as a URI, never as a local path.
+    # With PARITY_CORE_MATCH_BYTES at 0, the match job is a spark-submit whatever the size.
     shared = parity_env.home / "shared"
     monkeypatch.setenv(WORKSPACE_VARIABLE, f"file://{shared}")
+    monkeypatch.setenv(BYTES_VARIABLE, "0")
     bad = relay_dag.test(
         run_conf={
             "candidate_args": ["--input", "{input}", "--output", "{output}", "--drop-offset", "7"],
@@ -476,6 +481,7 @@ def test_equivalent_then_divergent_runs_end_to_end(
         False,
         "1.2-bug",
     )
+    assert record.engine == "spark"
     assert (
         record.gate_reason
         == "verdict divergent (the gate requires equivalent); expectations passed"

@@ -29,9 +29,13 @@ from pyspark.sql import Row, SparkSession
 from jobs.examples import common, generate, reducers, taxi, topics
 from jobs.examples.equalities import same_concatenated_items
 from matcher import StreamMatcher
+from matcher.files.compare import compare_files_with_noise
 from matcher.files.readers import read_events
+from matcher.noise import NoisyComparison
+from matcher.spark.noise import compare_with_noise
 from matcher.spark.outputs import compare_on_spark
 from matcher.spec import Spec, load_spec
+from matcher.store import Store
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
 
@@ -432,6 +436,40 @@ def test_validation_verdict(name: str, runs: Runs, spark: SparkSession) -> None:
         assert (on_spark.status, dict(on_spark.counts)) == EXPECTED[name]
 
 
+#: what only one engine reports: the core's high-water mark and detection point, Spark's
+#: keys and barriers per side (matcher.spark's docstring)
+ENGINE_ONLY = ("peak_unmatched", "detected_at", "side_stats")
+
+
+def decided(result: NoisyComparison) -> dict[str, Any]:
+    """A comparison as the match job stores it, without what only one engine reports."""
+    verdict = {k: v for k, v in result.verdict.to_dict().items() if k not in ENGINE_ONLY}
+    noise = None if result.report is None else result.report.to_dict()
+    return {"status": result.status, "verdict": verdict, "noise": noise}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_core_engine_decides_each_validation_as_spark_does(
+    name: str, runs: Runs, spark: SparkSession
+) -> None:
+    """The DAG's match task decides small outputs on the core (parity.runs.engines): on
+    every bundled validation it gets Spark's verdict, witnesses, schema findings and noise
+    report, with the rerun the spec asks for (the candidate stands in for it, so that the
+    reference is noisy where the candidate diverges: the noise path runs too)."""
+    spec = load_spec(VALIDATIONS / f"{name}.yaml")
+    reference, candidate = runs.output(spec, "reference"), runs.output(spec, "candidate")
+    reruns = [candidate] if spec.noise.reference_runs > 1 else []
+    core = compare_files_with_noise(spec, reference, candidate, reruns=reruns, limit=100)
+    on_spark = compare_with_noise(spark, spec, reference, candidate, reruns=reruns, limit=100)
+    assert decided(core) == decided(on_spark)
+    status, counts = EXPECTED[name]
+    assert (core.verdict.status, dict(core.verdict.counts)) == (status, counts)
+    if reruns and status == "divergent":
+        assert core.status == "noisy"
+
+
 # --- end to end: spark-submit the applications and the match job ------------------------
 
 
@@ -468,3 +506,48 @@ def test_taxi_parallel_buggy_end_to_end(runs: Runs, captures: Path, tmp_path: Pa
     first = document["divergences"][0]
     assert (first["kind"], first["key"], first["reference_position"]) == ("corruption", "T012", 0)
     assert first["reference_event"]["seq"] == first["candidate_event"]["seq"] == 1
+    # The same job on the core, as the DAG's match task runs it for small outputs: python,
+    # no spark-submit; the same document but for what only one engine reports.
+    core_json = tmp_path / "core.json"
+    done = subprocess.run(
+        [
+            sys.executable, str(ROOT / "jobs" / "match.py"), "--engine", "core",
+            "--reference", reference, "--candidate", candidate, "--spec", str(path),
+            "--run-id", "taxi-core", "--db", f"sqlite:///{tmp_path / 'p.db'}",
+            "--json-out", str(core_json),
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (1, ""), done.stderr[-3000:]
+    on_core = json.loads(core_json.read_text())
+    for kept in (document, on_core):
+        for name in (*ENGINE_ONLY, "run_id"):
+            kept.pop(name)
+    assert on_core == document
+    with Store(f"sqlite:///{tmp_path / 'p.db'}") as store:
+        engines = [store.get_run(run_id) for run_id in ("taxi-e2e", "taxi-core")]
+    assert [(r.engine, r.verdict) for r in engines if r is not None] == [
+        ("spark", "divergent"),
+        ("core", "divergent"),
+    ]
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_the_streaming_candidate_is_decided_on_the_core_as_on_spark(
+    runs: Runs, captures: Path, tmp_path: Path, spark: SparkSession
+) -> None:
+    """taxi_streaming's candidate, a Structured Streaming job (spark-submit), writes one
+    file set per micro-batch: the core reads that layout as Spark does."""
+    spec = load_spec(VALIDATIONS / "taxi_streaming.yaml")
+    assert spec.candidate is not None
+    reference, candidate = runs.output(spec, "reference"), str(tmp_path / "candidate")
+    values = {"input": captures / "taxi", "output": candidate, "run_dir": tmp_path}
+    args = [a.format(**values) for a in spec.candidate.args]
+    done = submit(str(ROOT / spec.candidate.application), *args)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(list(Path(candidate).glob("part-*.parquet"))) > 2
+    core = compare_files_with_noise(spec, reference, candidate, limit=100)
+    on_spark = compare_with_noise(spark, spec, reference, candidate, limit=100)
+    assert decided(core) == decided(on_spark)
+    assert core.status == "equivalent"

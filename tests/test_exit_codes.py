@@ -250,9 +250,7 @@ def test_a_bug_in_the_match_job_stores_the_run_failed(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise TypeError("unhashable type: 'list'")
 
-    monkeypatch.setattr("jobs.match.session", lambda job: None)
-    monkeypatch.setattr("jobs.match.fit_shuffle_partitions", lambda spark, paths: None)
-    monkeypatch.setattr("jobs.match.compare_with_noise", broken)
+    monkeypatch.setattr("jobs.match.compare", broken)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     db = f"sqlite:///{tmp_path / 'results.db'}"
     args = ["--reference", "a", "--candidate", "b", "--spec", spec_file(tmp_path)]

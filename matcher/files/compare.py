@@ -1,6 +1,8 @@
 """Two outputs on disk compared in this process: the core matcher fed from the file readers.
 
     verdict = compare_files(spec, "out/reference.jsonl", "out/candidate.jsonl", limit=10)
+    result = compare_files_with_noise(spec, "out/reference", "out/candidate",
+                                      reruns=["out/rerun"], limit=100)   # the match job's core
 
 Both outputs are read as streams (``matcher.files.readers``) and fed, interleaved, to the
 online matcher (``matcher.online.StreamMatcher``); memory follows the unmatched events only,
@@ -19,6 +21,7 @@ other exception (a spec's function that raised, a bug) propagates from the pass.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
@@ -32,6 +35,7 @@ from matcher.files.readers import (
     read_events,
     with_missing_as_null,
 )
+from matcher.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 from matcher.online import StreamMatcher
 from matcher.schema import Schema, judge
 from matcher.spec import Spec
@@ -61,6 +65,28 @@ def compare_files(spec: Spec, reference: str, candidate: str, limit: int) -> Ver
         schemas.events(1, _events(spec, candidate, known[1])),
     )
     return judge(matcher.finish(), schemas.diff)
+
+
+def compare_files_with_noise(
+    spec: Spec,
+    reference: str,
+    candidate: str,
+    *,
+    reruns: Sequence[str] = (),
+    limit: int,
+    noise_limit: int = NOISE_LIMIT,
+) -> NoisyComparison:
+    """The reference against each of its reruns, then against the candidate, in this
+    process: the match job's ``--engine core`` (``matcher.noise.compare_with_noise``)."""
+
+    def compare(left: str, right: str, kept: int) -> tuple[Verdict, float]:
+        started = time.perf_counter()
+        verdict = compare_files(spec, left, right, kept)
+        return verdict, time.perf_counter() - started
+
+    return compare_with_noise(
+        compare, reference, candidate, reruns=reruns, limit=limit, noise_limit=noise_limit
+    )
 
 
 def _json_lines(path: str, fmt: str | None) -> bool:

@@ -117,6 +117,15 @@ def total_bytes(locations: Iterable[str], limit: int) -> int | None:
     return total
 
 
+def local_bytes(locations: Iterable[str], limit: int) -> int | None:
+    """The bytes of the files at or below ``locations`` when every one is local (a path or
+    ``file://``) and they hold at most ``limit`` in all; else ``None``."""
+    paths = [local_path(location) for location in locations]
+    if any(path is None for path in paths):
+        return None
+    return total_bytes([str(path) for path in paths], limit)
+
+
 def upload_tree(folder: Path, location: str) -> None:
     """Copy the local ``folder`` and everything in it to ``location`` (replaced)."""
     from pyarrow import fs as pafs

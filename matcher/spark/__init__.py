@@ -26,7 +26,28 @@ environment).
 This is the only matcher package that imports ``pyspark`` (an import contract checks it).
 """
 
-from matcher.spark.comparison import Route, SparkComparison, compare_dataframes
-from matcher.spark.streams import read_stream
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matcher.spark.comparison import Route, SparkComparison, compare_dataframes
+    from matcher.spark.streams import read_stream
 
 __all__ = ["Route", "SparkComparison", "compare_dataframes", "read_stream"]
+
+#: where each name of ``__all__`` lives: imported when first used, so that importing a
+#: submodule that needs no pyspark (``matcher.spark.failures``) does not import pyspark
+_HOMES = {
+    "Route": "matcher.spark.comparison",
+    "SparkComparison": "matcher.spark.comparison",
+    "compare_dataframes": "matcher.spark.comparison",
+    "read_stream": "matcher.spark.streams",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

@@ -27,17 +27,26 @@ modules of its packages (the bundled examples) with the project's code for the e
     --conf spark.executorEnv.PYTHONPATH=parity-code
 
 A user's own application gets its spec's ``py_files`` only; on ``local[...]`` nothing is added.
+
+The ``match`` task submits nothing when the run's outputs are small and local: it runs the
+same job with ``--engine core`` in a Python process on the worker (``parity.runs.engines``,
+``PARITY_CORE_MATCH_BYTES``), its output in the task's log, and fails as a ``spark-submit``
+that exited non-zero would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+from matcher.errors import ParityError
+from matcher.files.locations import local_bytes
 from parity.airflow.plan import PLAN_TASK, RunPlan, job_for
+from parity.runs.engines import BYTES_VARIABLE, core_match_argv, core_match_limit
 from parity.runs.package import PACKAGES_DIR, ProjectCode, is_local_master, submitted_to
 from parity.runs.submits import SparkJob
 
@@ -111,18 +120,28 @@ def submitted_job(
     return submitted_to(job, master, own=own, cache_dir=cache_dir, code=code)
 
 
+def match_outputs(plan: RunPlan) -> list[str]:
+    """What the run's match job reads: the reference, the candidate and the rerun."""
+    return [plan.path(name) for name in ("reference", "candidate", "rerun") if name in plan.jobs]
+
+
 class ParitySparkSubmitOperator(SparkSubmitOperator):
-    """Submits one job of the run's plan (the ``plan`` task's XCom)."""
+    """Submits one job of the run's plan (the ``plan`` task's XCom); the match job of small
+    local outputs runs on the core instead (module docstring)."""
 
     def __init__(self, *, job: str, **kwargs: Any) -> None:
         super().__init__(name=f"parity-{job}", **kwargs)
         self.job = job
+        self._planned: SparkJob | None = None
+        self._outputs: list[str] = []
+        self._core: subprocess.Popen[str] | None = None
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         super().render_template_fields(context, jinja_env)
         ti = context["ti"]
         plan = RunPlan.from_dict(ti.xcom_pull(task_ids=PLAN_TASK))
         job = job_for(plan, self.job, task_try=ti.try_number)
+        self._planned, self._outputs = job, match_outputs(plan)
         job = submitted_job(job, own=self.job in OWN_JOBS, master=spark_master(self._conn_id))
         self.application = job.application
         self.application_args = list(job.args)
@@ -133,6 +152,11 @@ class ParitySparkSubmitOperator(SparkSubmitOperator):
         self._java_class = job.main_class
 
     def execute(self, context: Any) -> None:
+        if self.job == "match" and self._planned is not None:
+            command = self._core_command()
+            if command is not None:
+                self._run_core(command)
+                return
         try:
             super().execute(context)
         finally:
@@ -140,6 +164,54 @@ class ParitySparkSubmitOperator(SparkSubmitOperator):
             process = getattr(self._hook, "_submit_sp", None)
             if process is not None and process.stdout is not None:
                 process.stdout.close()
+
+    def on_kill(self) -> None:
+        if self._core is not None and self._core.poll() is None:
+            self._core.kill()
+            return
+        super().on_kill()
+
+    def _core_command(self) -> list[str] | None:
+        """The match job on the core when the outputs are small and local, else None."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        assert self._planned is not None
+        try:
+            limit = core_match_limit()
+        except ParityError as exc:  # the deployment's setting: retrying would not mend it
+            raise AirflowFailException(str(exc)) from None
+        size = None if limit is None else local_bytes(self._outputs, limit)
+        if size is None:
+            return None
+        self.log.info(
+            "parity: the outputs hold %d bytes, at most %s=%d: the core matcher decides in a "
+            "Python process, without spark-submit",
+            size,
+            BYTES_VARIABLE,
+            limit,
+        )
+        return core_match_argv(self._planned)
+
+    def _run_core(self, command: Sequence[str]) -> None:
+        """Run ``command``, its output in the task's log; a non-zero exit fails the task."""
+        from airflow.providers.common.compat.sdk import AirflowException
+
+        self.log.info("parity: running %s", " ".join(command))
+        self._core = subprocess.Popen(
+            list(command),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+        assert self._core.stdout is not None
+        with self._core.stdout:
+            for line in self._core.stdout:
+                self.log.info("%s", line.rstrip("\n"))
+        code = self._core.wait()
+        if code != 0:
+            raise AirflowException(f"the match job exited with code {code} (see its output above)")
 
 
 class ExpectationsOperator(SparkSubmitOperator):

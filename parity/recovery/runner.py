@@ -25,7 +25,8 @@ The check:
   Wallaroo validator (``matcher.windows``), in this process;
 * ``differential``: the match job (``jobs/match.py --kind recovery``) compares the
   uninterrupted output (as the reference) with the crashed one (as the candidate) under the
-  spec's dependence and equality, and stores the run itself with the crash log.
+  spec's dependence and equality, and stores the run itself with the crash log; on the core
+  in a Python process when both outputs are small (``parity.runs.engines``).
 
 A run that cannot finish (the job fails on its own, stalls, runs out of time, or its
 checkpoint cannot be written) is stored as a failed run with that one line as its error (the
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from matcher.errors import InputError, ParityError, SpecError
+from matcher.files.locations import local_bytes
 from matcher.files.windows_output import read_windows
 from matcher.spec import Spec
 from matcher.store import RunOutcome, RunRecord, RunStart, Store, StoredDivergence
@@ -66,6 +68,7 @@ from parity.recovery.crashes import (
 )
 from parity.recovery.processes import executor_pids, kill_tree
 from parity.recovery.sink import SinkWatch
+from parity.runs.engines import core_match_argv, core_match_limit
 from parity.runs.package import PACKAGES_DIR, submitted_to
 from parity.runs.submits import (
     SparkJob,
@@ -371,7 +374,12 @@ def _witness(ordinal: int, violation: Violation) -> StoredDivergence:
 
 def match_command(plan: RecoveryPlan, *, spark_submit: str, db: str | None) -> list[str]:
     """The match job comparing the uninterrupted output with the crashed one, storing the
-    run as kind ``recovery`` with the crash log."""
+    run as kind ``recovery`` with the crash log: its ``spark-submit`` line."""
+    return submit_command(plan, match_job(plan, db), own=True, spark_submit=spark_submit)
+
+
+def match_job(plan: RecoveryPlan, db: str | None) -> SparkJob:
+    """The match job of ``match_command``, as a value."""
     args = [
         *("--spec", str(plan.spec.source), "--run-id", plan.run_id),
         *("--reference", str(plan.path("uninterrupted")), "--candidate", str(plan.path("crashed"))),
@@ -390,23 +398,29 @@ def match_command(plan: RecoveryPlan, *, spark_submit: str, db: str | None) -> l
         args += ["--started-at", started.isoformat()]
     if db is not None:
         args += ["--db", db]
-    job = SparkJob(
+    return SparkJob(
         application=str(plan.root / "jobs" / "match.py"),
         args=tuple(args),
         conf={"spark.ui.enabled": "false"},
         name=f"parity-{plan.spec.name}-recovery-check",
     )
-    return submit_command(plan, job, own=True, spark_submit=spark_submit)
 
 
 def check_differential(
     plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str, db: str | None
 ) -> None:
     """Run the match job; it stores the run (or marks it failed) itself, with the check and
-    the crash log among its statistics, as the windows check stores them."""
+    the crash log among its statistics, as the windows check stores them. Two small outputs
+    are matched on the core in a Python process, as the DAG's match task does
+    (``parity.runs.engines``)."""
     crash_log = json.loads(plan.path("crashes.json").read_text(encoding="utf-8"))
     _write_json(plan.path("stats.json"), {"check": "differential", "crashes": crash_log})
-    command = match_command(plan, spark_submit=spark_submit, db=db)
+    limit = core_match_limit()
+    outputs = [str(plan.path("uninterrupted")), str(plan.path("crashed"))]
+    if limit is not None and local_bytes(outputs, limit) is not None:
+        command = core_match_argv(match_job(plan, db))
+    else:
+        command = match_command(plan, spark_submit=spark_submit, db=db)
     run_to_end(command, env, plan.path("logs") / "check.log", plan.timeout, "the check")
 
 
