@@ -57,10 +57,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         )
 
 
+#: the test files of minutes, longest first. ``make test`` runs one process per core and a
+#: file in one of them (``--dist loadfile``), handing files out in collection order: these
+#: go first, so that the last minutes are not one long file running beside an idle process
+LONG_FILES = (
+    "test_recovery.py",
+    "test_sequence_window_app.py",
+    "test_dags.py",
+    "test_examples.py",
+    "test_match_job.py",
+    "test_recovery_dag.py",
+    "test_cli.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``scale`` (``cluster``) run only with ``--scale`` (``--cluster``);
-    otherwise they are deselected, not skipped, so the default run neither starts their
-    sessions nor writes their data."""
+    """The long files first (``LONG_FILES``; the order within a file is kept). Tests marked
+    ``scale`` (``cluster``) run only with ``--scale`` (``--cluster``); otherwise they are
+    deselected, not skipped, so the default run neither starts their sessions nor writes
+    their data."""
+    rank = {name: n for n, name in enumerate(LONG_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # a stable sort
     left_out = [m for m in OPT_IN if not config.getoption(f"--{m}")]
     if not left_out:
         return

@@ -125,11 +125,18 @@ def test_make_test_and_ci_ensure_chromium_before_the_tests() -> None:
     # No Chromium is installed by either: -n prints the recipe without running it.
     # Under `make check` the parent make's MAKEFLAGS/MAKELEVEL would make this a sub-make
     # that prints "Entering directory" lines: plan it as a user's own `make test` would.
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "TEST_WORKERS")
+    }
     planned = subprocess.run(
         ["make", "-n", "test"], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
-    assert planned.stdout.splitlines()[-2:] == ["bash tools/ensure_chromium.sh", ".venv/bin/pytest"]
+    assert planned.stdout.splitlines()[-2:] == [
+        "bash tools/ensure_chromium.sh",
+        ".venv/bin/pytest -n auto --maxprocesses 4 --dist loadfile",
+    ]
     ci = (ROOT / ".ci" / "run").read_text()
     assert ci.index("bash tools/ensure_chromium.sh") < ci.index("\nmake check\n")
     assert "chromium)" not in ci  # no second, diverging way of installing it
