@@ -210,7 +210,7 @@ def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
         spec={
             "file": spec.source,
             "dependence": spec.build_dependence().describe(),
-            "gate": spec.gate.model_dump(mode="json"),
+            "gate": spec.gate.to_dict(),
             "expectations": list(spec.expectations.suites),
             "reference_runs": 1 + len(args.rerun_reference),
             **(

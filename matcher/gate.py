@@ -3,7 +3,7 @@
     decision = evaluate(spec.gate, "noisy", expectations_passed=True)
     decision.passed, decision.reason     # False, "verdict noisy (gate.allow_noisy is false); ..."
 
-The policy (``gate`` in the validation spec, ``matcher.spec_schema.GateSpec``):
+The policy (``gate`` in the validation spec, ``GateSpec``):
 
 * the verdict must be ``equivalent`` (``gate.require``); ``noisy`` passes too when
   ``gate.allow_noisy`` is true; ``divergent`` and ``error`` (a failed run) never pass;
@@ -16,15 +16,55 @@ The policy (``gate`` in the validation spec, ``matcher.spec_schema.GateSpec``):
 The decision is a value with a one-line reason that says both halves, e.g.
 ``verdict equivalent; expectations passed``. The Airflow pipeline stores it with the run
 (``parity.views.gate.record_run_gate``) and ``parity gate`` reads it back.
+
+``GateSpec`` is a plain dataclass, not a pydantic model like the spec's other sections: the
+spec's loader validates it all the same (``matcher.spec_schema``: pydantic validates a
+dataclass field by its annotations, and ``__pydantic_config__`` forbids unknown keys), while
+``parity gate``, which reads the policy stored with a run (``GateSpec.from_document``),
+answers without importing pydantic.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar, Literal, get_args, get_type_hints
 
-from matcher.spec_schema import GateSpec
+
+@dataclass(frozen=True, slots=True)
+class GateSpec:
+    """What opens the deploy gate (used by the Airflow pipeline and ``parity gate``)."""
+
+    #: the spec's loader forbids unknown keys here as in every section
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+
+    require: Literal["equivalent"] = "equivalent"
+    allow_noisy: bool = False
+    expectations: bool = True
+    #: two empty outputs are equivalent but prove nothing: by default they close the gate
+    empty: Literal["pass", "fail"] = "fail"
+    #: what a closed gate does to the Airflow DAG run: ``fail`` it (a deploy pipeline gating
+    #: on the DAG run stops), or ``warn``: the ``gate`` task is skipped, the DAG run succeeds,
+    #: and the verdict is on its note and the Parity page (a job's failure still fails it)
+    on_closed: Literal["fail", "warn"] = "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The policy as a JSON object (what the match job stores with a run)."""
+        return asdict(self)
+
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any]) -> GateSpec:
+        """The policy ``to_dict`` wrote, checked key by key (``ValueError`` naming the first
+        key that is unknown or holds a value the spec would refuse)."""
+        hints = get_type_hints(cls)
+        for key, value in document.items():
+            if key not in {f.name for f in fields(cls)}:
+                raise ValueError(f"{key}: unknown key")
+            allowed = get_args(hints[key])
+            valid = value in allowed if allowed else isinstance(value, bool)
+            if not valid or not isinstance(value, str | bool):
+                raise ValueError(f"{key}: {value!r} is not a valid value")
+        return cls(**document)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from matcher import dependence as dep
 from matcher.equality import ALL_COLUMNS, Equality, Tolerance
 from matcher.errors import IncompatibleEqualityError, SpecError
 from matcher.formats import FORMATS
+from matcher.gate import GateSpec
 from matcher.spec_schema import (
     DEPENDENCE_FORMS,
     PLACEHOLDERS,
@@ -43,7 +44,6 @@ from matcher.spec_schema import (
     EqualitySpec,
     EventTestSpec,
     ExpectationsSpec,
-    GateSpec,
     InputSpec,
     NoiseSpec,
     OutputSpec,

@@ -10,6 +10,7 @@ annotations from ``root``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -21,6 +22,7 @@ _EXPECTED = {
     "tuple_type": "a list",
     "dict_type": "a mapping",
     "model_type": "a mapping",
+    "dataclass_type": "a mapping",
     "model_attributes_type": "a mapping",
     "bool_type": "true or false",
     "bool_parsing": "true or false",
@@ -50,7 +52,7 @@ def _problem(error: Any, loc: tuple[Any, ...], root: type[BaseModel]) -> str:
     kind, value, ctx = error["type"], error.get("input"), error.get("ctx") or {}
     if kind == "missing":
         return "required key is missing"
-    if kind == "extra_forbidden":
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):  # a model's, a dataclass's
         known = _known_keys(loc[:-1], root)
         return "unknown key" + (f" (expected one of: {', '.join(known)})" if known else "")
     if kind in _EXPECTED:
@@ -91,6 +93,8 @@ def _known_keys(loc: tuple[Any, ...], root: type[BaseModel]) -> list[str]:
     annotation = _unwrap(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return list(_by_key(annotation))
+    if is_dataclass(annotation):  # a section kept free of pydantic (matcher.gate.GateSpec)
+        return [f.name for f in fields(annotation)]
     return []
 
 

@@ -28,6 +28,7 @@ from pydantic import (
 
 from matcher.errors import SpecError
 from matcher.formats import Format
+from matcher.gate import GateSpec
 from matcher.spec_problems import first_problem, show
 
 DEPENDENCE_FORMS = ("unordered", "ordered", "key", "typed", "punctuation", "predicate")
@@ -347,20 +348,6 @@ class AirflowSpec(_Section):
 
     def execution_timeout(self) -> dt.timedelta:
         return parse_duration(self.task_timeout)
-
-
-class GateSpec(_Section):
-    """What opens the deploy gate (used by the Airflow pipeline and ``parity gate``)."""
-
-    require: Literal["equivalent"] = "equivalent"
-    allow_noisy: bool = False
-    expectations: bool = True
-    #: two empty outputs are equivalent but prove nothing: by default they close the gate
-    empty: Literal["pass", "fail"] = "fail"
-    #: what a closed gate does to the Airflow DAG run: ``fail`` it (a deploy pipeline gating
-    #: on the DAG run stops), or ``warn``: the ``gate`` task is skipped, the DAG run succeeds,
-    #: and the verdict is on its note and the Parity page (a job's failure still fails it)
-    on_closed: Literal["fail", "warn"] = "fail"
 
 
 class EventTestSpec(_Section):

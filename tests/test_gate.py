@@ -13,9 +13,8 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, inspect, text
 
-from matcher.gate import GateDecision, empty_outputs, evaluate
+from matcher.gate import GateDecision, GateSpec, empty_outputs, evaluate
 from matcher.spec import Spec, load_spec
-from matcher.spec_schema import GateSpec
 from matcher.store import (
     ExpectationRecord,
     RunOutcome,
@@ -173,6 +172,36 @@ def test_the_policy_stored_with_a_run_is_read_back() -> None:
     assert stored_policy(None) == (GateSpec(), 0)
     with pytest.raises(StoreError, match="the run's stored gate policy is invalid"):
         stored_policy({"gate": {"allow_noisy": "perhaps"}})
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [GateSpec(), GateSpec(allow_noisy=True, expectations=False, empty="pass", on_closed="warn")],
+)
+def test_a_policy_reads_back_what_it_wrote_as_the_spec_loader_reads_it(policy: GateSpec) -> None:
+    from matcher.spec import parse_spec
+
+    document = policy.to_dict()
+    assert GateSpec.from_document(document) == policy
+    loaded = parse_spec({"dependence": "ordered", "gate": document}, "spec.yaml")
+    assert loaded.gate == policy
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        ({"require": "divergent"}, "require: 'divergent' is not a valid value"),
+        ({"allow_noisy": 1}, "allow_noisy: 1 is not a valid value"),
+        ({"empty": True}, "empty: True is not a valid value"),
+        ({"on_closed": "warn", "retries": 2}, "retries: unknown key"),
+    ],
+)
+def test_a_stored_policy_the_spec_would_refuse_is_refused_by_key(
+    document: dict[str, object], problem: str
+) -> None:
+    with pytest.raises(ValueError) as raised:
+        GateSpec.from_document(document)
+    assert str(raised.value) == problem
 
 
 # -- the store: set_gate and the migration, on both backends ----------------------------------

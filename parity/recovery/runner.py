@@ -260,7 +260,7 @@ def recovery_start(plan: RecoveryPlan) -> RunStart:
         spec={
             "file": plan.spec.source,
             "dependence": plan.spec.build_dependence().describe(),
-            "gate": plan.spec.gate.model_dump(mode="json"),
+            "gate": plan.spec.gate.to_dict(),
             "expectations": [],
             "recovery": {
                 **plan.spec.recovery.model_dump(mode="json"),

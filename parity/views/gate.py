@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from matcher.gate import GateDecision, empty_outputs, evaluate
+from matcher.gate import GateDecision, GateSpec, empty_outputs, evaluate
 from matcher.serialize import json_safe
-from matcher.spec_schema import GateSpec
 from matcher.store import RunRecord, RunSummary, Store, StoreError, UnknownRunError
 from parity.views.printable import printable
 
@@ -164,8 +163,8 @@ def stored_policy(spec: Any) -> tuple[GateSpec, int]:
     if not isinstance(gate, Mapping):
         return GateSpec(), count
     try:
-        return GateSpec.model_validate(dict(gate)), count
-    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        return GateSpec.from_document(gate), count
+    except ValueError as exc:
         raise StoreError(f"the run's stored gate policy is invalid: {exc}") from exc
 
 
