@@ -43,8 +43,9 @@ def load_spec_at(location: str) -> Spec:
     """The spec at ``location``: a local file, or the effective spec a run with overrides
     keeps in its workspace on shared storage (``hdfs://``, ``s3a://``, ...), whose
     ``module:function`` references import from ``sys.path``."""
-    if uris.local_path(location) is not None:
-        return load_spec(uris.local_path(location) or location)
+    local = uris.local_path(location)
+    if local is not None:
+        return load_spec(local)
     try:
         text = locations.read_text(location)
     except UnicodeDecodeError as exc:

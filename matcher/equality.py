@@ -98,14 +98,24 @@ class Tolerance:
 
     def close(self, a: Any, b: Any) -> bool:
         """Whether the numbers ``a`` and ``b`` (not NaN) are within the tolerance, in double
-        precision; an infinity is close only to itself."""
-        x, y = float(a), float(b)
+        precision; an infinity is close only to itself. An integer beyond a double's range
+        (JSON allows any) is an infinity of its sign, as a double reads it."""
+        x, y = _double(a), _double(b)
         if x == y:
             return True
         if math.isinf(x) or math.isinf(y):
             return False
         diff = abs(x - y)
         return diff <= self.abs or diff <= self.rel * max(abs(x), abs(y))
+
+
+def _double(value: Any) -> float:
+    """``value`` in double precision: ``float``, but an integer too large for it is infinite
+    rather than an ``OverflowError``."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 # The kinds ``same`` tells apart. Numbers are split so that the widenings can be named.

@@ -262,7 +262,9 @@ def test_verdicts_are_the_same(
 
 
 def test_a_large_equivalent_pair_matches_in_one_pass(tmp_path: Path) -> None:
-    rows = [{"k": i % 7, "seq": i, "v": i * 0.5, "s": f"e{i}"} for i in range(3000)]
+    rows: list[dict[str, Any]] = [
+        {"k": i % 7, "seq": i, "v": i * 0.5, "s": f"e{i}"} for i in range(3000)
+    ]
     moved = sorted(rows, key=lambda r: (r["seq"] // 10, -r["k"]))  # each key keeps its order
     moved = [{**r, "seq": n} for n, r in enumerate(moved)]
     ref = write(tmp_path / "r.jsonl", "".join(json.dumps(r) + "\n" for r in rows))

@@ -115,6 +115,11 @@ def test_ignored_columns_are_never_compared() -> None:
         (Tolerance(abs=1e300), math.inf, math.inf, True),
         (Tolerance(abs=1e300), math.inf, 1e300, False),
         (Tolerance(abs=1e300), -math.inf, math.inf, False),
+        # an integer beyond a double's range (JSON allows any) is an infinity, as Spark reads it
+        (Tolerance(abs=0.5), 10**400, 10**400, True),
+        (Tolerance(abs=0.5), 10**400, math.inf, True),
+        (Tolerance(abs=0.5), -(10**400), 10**400, False),
+        (Tolerance(abs=0.5), 10**400, 1e308, False),
         (Tolerance(abs=0.5), "a", "a", True),  # not numbers: plain ==
         (Tolerance(abs=0.5), "a", "b", False),
         (Tolerance(abs=0.5), None, 0.0, False),

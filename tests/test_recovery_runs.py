@@ -326,3 +326,39 @@ def test_history_and_report_commands_show_a_recovery_run(
     assert document["recovery"]["batches"] == 9
     assert main(["history", "--db", sqlite_url]) == 0
     assert "detector (recovery)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("limit", "engine"), [(None, "core"), ("0", "spark")])
+def test_the_differential_check_of_small_outputs_runs_on_the_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: str | None, engine: str
+) -> None:
+    """Two small local outputs are compared by the match job in a Python process, as the
+    DAG's match task does (parity.runs.engines); PARITY_CORE_MATCH_BYTES=0 submits it."""
+    import sys
+
+    from parity.recovery import runner
+    from parity.runs.engines import BYTES_VARIABLE
+
+    if limit is None:
+        monkeypatch.delenv(BYTES_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(BYTES_VARIABLE, limit)
+    spec = load_spec(
+        _spec(tmp_path, SPEC.replace("check: windows, expected: 3", "check: differential"))
+    )
+    plan = plan_recovery(spec, root=ROOT, home=tmp_path / "home", run_id="r1")
+    for side in ("uninterrupted", "crashed"):
+        plan.path(side).mkdir(parents=True)
+        (plan.path(side) / "part-0.json").write_text('{"key": "a", "window": [1]}\n')
+    (plan.path("crashes.json")).write_text(json.dumps(CRASH_LOG))
+    ran: list[list[str]] = []
+    monkeypatch.setattr(runner, "run_to_end", lambda command, *args: ran.append(list(command)))
+    runner.check_differential(plan, {}, spark_submit="spark-submit", db=None)
+    [command] = ran
+    application = str(ROOT / "jobs" / "match.py")
+    if engine == "core":
+        assert command[:2] == [sys.executable, application]
+        assert command[-2:] == ["--engine", "core"]
+    else:
+        assert command[:3] == ["spark-submit", "--master", "local[2]"]
+        assert application in command and "--engine" not in command

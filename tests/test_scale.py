@@ -217,6 +217,7 @@ def one_percent_outputs(session: SparkSession, data: Path) -> Path:
 def reads(session: SparkSession, request: pytest.FixtureRequest) -> Iterator[Layout]:
     layout: Layout = request.param
     old = session.conf.get("spark.sql.files.maxPartitionBytes")
+    assert old is not None  # Spark's default, 128 MiB, when nothing set it
     if layout.split_bytes:
         session.conf.set("spark.sql.files.maxPartitionBytes", str(layout.split_bytes))
     yield layout

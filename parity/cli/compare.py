@@ -163,15 +163,15 @@ def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Pr
 def _local_copies(outputs: Sequence[str], progress: Progress) -> Iterator[list[str]]:
     """The outputs as local paths: an output on a store (``s3a://``, ``hdfs://``, ...) is
     copied to a temporary folder first (``matcher.files.locations``), removed afterwards."""
-    if all(uris.local_path(output) is not None for output in outputs):
-        yield [str(uris.local_path(output)) for output in outputs]
+    paths = [uris.local_path(output) for output in outputs]
+    if all(path is not None for path in paths):
+        yield [str(path) for path in paths]
         return
     from matcher.files.locations import download
 
     with tempfile.TemporaryDirectory(prefix="parity-compare-") as staging:
         local = []
-        for n, output in enumerate(outputs):
-            path = uris.local_path(output)
+        for n, (output, path) in enumerate(zip(outputs, paths, strict=True)):
             if path is None:
                 progress.step(f"copying {output} to {staging}")
                 folder = Path(staging) / ("reference", "candidate")[n]
