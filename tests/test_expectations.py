@@ -510,3 +510,26 @@ def test_derived_expectations_skip_columns_the_candidate_lacks() -> None:
         ("expect_column_values_to_not_be_null", {"column": "seq", "mostly": 0.99}),
         ("expect_column_values_to_be_between", {"column": "seq", "min_value": 0, "max_value": 39}),
     ]
+
+
+def test_great_expectations_is_imported_beside_the_spark_session() -> None:
+    """``import_in_background`` imports the shared modules first, then the module in a
+    thread; a module that fails to import leaves its error to the next import (in a fresh
+    interpreter, so that this test's own imports do not count)."""
+    code = """
+import importlib, sys
+from jobs.check_expectations import SHARED_MODULES, import_in_background
+thread = import_in_background("great_expectations")
+assert all(name in sys.modules for name in SHARED_MODULES)
+thread.join()
+assert "great_expectations" in sys.modules
+import_in_background("no_such_module_of_parity").join()
+try:
+    importlib.import_module("no_such_module_of_parity")
+except ModuleNotFoundError as exc:
+    print("raised", exc.name)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout == "raised no_such_module_of_parity\n"
