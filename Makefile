@@ -49,11 +49,12 @@ $(STAMP): pyproject.toml uv.lock
 # The browser tests drive Debian's Chromium (/usr/bin/chromium): installed with apt-get as
 # root or with passwordless sudo, else one line saying what to run (tools/ensure_chromium.sh).
 # The tests run in one process per core (at most four; TEST_WORKERS=0: in this process), a
-# test file to a process: its module fixtures (outputs, sessions) are made once.
+# test file to a process: its module fixtures (outputs, sessions) are made once. Files are
+# handed out in collection order, the long ones first (tests/conftest.py LONG_FILES).
 TEST_WORKERS ?= auto
 test: install
 	bash tools/ensure_chromium.sh
-	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
+	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 # Differential tests of the Spark engine at PARITY_SCALE_ROWS rows per output (default
 # 3,000,000) on every layout Spark writes, with and without order_by (tests/test_scale.py).

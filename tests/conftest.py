@@ -58,8 +58,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 #: the test files of minutes, longest first. ``make test`` runs one process per core and a
-#: file in one of them (``--dist loadfile``), handing files out in collection order: these
-#: go first, so that the last minutes are not one long file running beside an idle process
+#: file in one of them (``--dist loadfile``), handing files out in collection order
+#: (``--no-loadscope-reorder``: by default xdist hands out the files with the most tests
+#: first, which put these last): these go first, so that the last minutes are not one long
+#: file running beside an idle process
 LONG_FILES = (
     "test_recovery.py",
     "test_sequence_window_app.py",

@@ -135,7 +135,7 @@ def test_make_test_and_ci_ensure_chromium_before_the_tests() -> None:
     )
     assert planned.stdout.splitlines()[-2:] == [
         "bash tools/ensure_chromium.sh",
-        ".venv/bin/pytest -n auto --maxprocesses 4 --dist loadfile",
+        ".venv/bin/pytest -n auto --maxprocesses 4 --dist loadfile --no-loadscope-reorder",
     ]
     ci = (ROOT / ".ci" / "run").read_text()
     assert ci.index("bash tools/ensure_chromium.sh") < ci.index("\nmake check\n")
