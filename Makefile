@@ -57,9 +57,11 @@ test: install
 	$(BIN)/pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 # Differential tests of the Spark engine at PARITY_SCALE_ROWS rows per output (default
-# 3,000,000) on every layout Spark writes, with and without order_by (tests/test_scale.py).
+# 3,000,000) on every layout Spark writes, with and without order_by (tests/test_scale.py),
+# and of the core's proof on texts on local JSON lines (tests/test_scale_core_files.py).
 scale: install
-	$(BIN)/pytest --scale -m scale --timeout 7200 -p no:cacheprovider tests/test_scale.py
+	$(BIN)/pytest --scale -m scale --timeout 7200 -p no:cacheprovider tests/test_scale.py \
+		tests/test_scale_core_files.py
 
 # A bundled validation through its DAG on a real standalone cluster (a master and two workers
 # from pyspark's distribution, executors that cannot import the project but from the shipped

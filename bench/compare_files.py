@@ -2,7 +2,7 @@
 five-line polars script a user would otherwise write (issue 15, item 5: within 2x of it).
 
     .venv/bin/python bench/compare_files.py [--rows 1000000] [--keys 20000] [--data DIR]
-        [--repeat 3] [--reader columnar|lines]
+        [--repeat 3] [--reader columnar|events|lines]
 
 Writes two JSON lines files of ``--rows`` rows each, four columns (``k`` the key, ``seq``
 the row's place in its file, a double ``v`` and a string ``s``): the candidate is the
@@ -13,9 +13,10 @@ are reused when present in ``--data`` (default: a new temporary directory).
 Then, as whole processes run in turn (Python's start-up and imports included, as the user
 pays them), one untimed warm-up each and ``--repeat`` timed runs, it times:
 
-* ``parity compare REF CAND --spec S --engine core`` (``--reader lines`` sets
-  ``PARITY_READER=lines``, which forces the per-line reader: the path before the columnar
-  one, for the before/after figure);
+* ``parity compare REF CAND --spec S --engine core``. ``--reader`` sets ``PARITY_READER``
+  for the figures before: ``events`` reads columnar to events for the online matcher,
+  without the proof on texts (``matcher.files.columnar_equivalence``), and ``lines`` forces
+  the per-line reader, the path before the columnar one;
 * the polars script: read both files, sort by key and sequence, compare without ``seq``.
 
 and prints the median wall time, CPU time and peak RSS of each (from ``os.wait4``'s
@@ -153,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each (default 3)")
     parser.add_argument(
         "--reader",
-        choices=("columnar", "lines"),
+        choices=("columnar", "events", "lines"),
         default="columnar",
-        help="the core's JSON reader (lines: the per-line one, for the figure before)",
+        help="the core's JSON path (events: no proof on texts; lines: the per-line reader)",
     )
     args = parser.parse_args(argv)
     data = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="parity-bench-"))
@@ -163,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.rows} rows per file, {args.keys} keys, in {data}", flush=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("PARITY_READER", None)
-    if args.reader == "lines":
-        env["PARITY_READER"] = "lines"
+    if args.reader != "columnar":
+        env["PARITY_READER"] = args.reader
     parity_argv = [PYTHON, "-m", "parity", "compare", str(reference), str(candidate)]
     parity_argv += ["--spec", str(spec), "--engine", "core"]
     ours = measure(f"parity ({args.reader})", parity_argv, env, args.repeat)

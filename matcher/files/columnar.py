@@ -89,6 +89,68 @@ def json_batches(path: Path, decode_line: DecodeLine) -> Iterator[JsonBatch]:
 
     Read in the caller's thread: reading ahead in another one (Arrow lets go of the GIL
     while it matches a block's lines) made a loaded two-core machine slower, not faster."""
+    for block, before in _blocks(path):
+        batch = _batch(block, before, decode_line)
+        yield batch
+        if batch.error is not None:
+            return
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """A block of JSON lines that all have one flat layout, as texts: each column's kind
+    (``number``, ``string`` or ``boolean``) and the text of its values as an Arrow
+    ``large_string`` array (a string's without its quotes, a number's as written, which
+    names its value: a text the per-line reader would read otherwise is not here), and
+    the columns' Spark types, as ``JsonBatch.column_types``."""
+
+    names: tuple[str, ...]
+    kinds: tuple[str, ...]
+    texts: tuple[Any, ...]
+    column_types: tuple[tuple[str, str], ...]
+    rows: int
+
+
+def text_blocks(path: Path) -> Iterator[TextBlock | None]:
+    """The file's lines a block at a time as ``TextBlock``s, without a Python object per
+    value; ``None`` for a block with a line that does not have the layout of the block's
+    first line (or is not UTF-8, or holds a number Arrow cannot convert): the caller reads
+    such a file with ``json_batches``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    const = _constants()
+    for block, _ in _blocks(path):
+        offsets, lines = _raw_lines(block)
+        layout = _layout(block[offsets[0] : offsets[1]]) if lines is not None else None
+        if layout is None:
+            yield None
+            continue
+        texts, fits, floats = _texts(lines, layout)
+        if not pc.all(fits).as_py():
+            yield None
+            continue
+        types: list[tuple[str, str]] = []
+        try:
+            for i, (name, kind) in enumerate(zip(layout.names, layout.kinds, strict=True)):
+                if kind != "number":
+                    types.append((name, kind))
+                    continue
+                is_float = floats[i]
+                if pc.any(is_float).as_py():
+                    pc.cast(pc.if_else(is_float, texts[i], const["0.0"]), pa.float64())
+                    types.append((name, "double"))
+                if not pc.all(is_float).as_py():
+                    types.append((name, "bigint"))
+        except pa.ArrowInvalid:  # a number Arrow will not convert (1e999)
+            yield None
+            continue
+        yield TextBlock(layout.names, layout.kinds, tuple(texts), tuple(types), len(lines))
+
+
+def _blocks(path: Path) -> Iterator[tuple[bytes, int]]:
+    """The file in blocks of whole lines of about ``BLOCK_BYTES``, each with the number of
+    lines before it."""
     number = 0  # lines before the block
     with _open(path) as stream:
         rest = b""
@@ -100,17 +162,14 @@ def json_batches(path: Path, decode_line: DecodeLine) -> Iterator[JsonBatch]:
             block = rest + chunk
             if not chunk:
                 if block:
-                    yield _batch(block, number, decode_line)
+                    yield block, number
                 return
             end = block.rfind(b"\n") + 1
             if end == 0:  # no whole line yet: read on
                 rest = block
                 continue
             rest = block[end:]
-            batch = _batch(block[:end], number, decode_line)
-            yield batch
-            if batch.error is not None:
-                return
+            yield block[:end], number
             number += block.count(b"\n", 0, end)
 
 
@@ -248,31 +307,36 @@ def _literal(name: str) -> str:
     return "".join(c if c.isalnum() else f"\\x{{{ord(c):x}}}" for c in name)
 
 
-@functools.cache
-def _constants() -> dict[str, Any]:
-    """The Arrow scalars ``_columns`` compares with, built from buffers: ``pa.scalar`` (and
-    a Python value passed to a compute function) imports pandas to check for its types,
-    a third of a second for nothing."""
+def text_scalar(value: str) -> Any:
+    """``value`` as an Arrow ``large_string`` scalar, built from buffers: ``pa.scalar`` (and
+    a Python value passed to a compute function) imports pandas to check for its types, a
+    third of a second for nothing."""
     import struct
 
     import pyarrow as pa
 
-    def text(value: str) -> Any:
-        data = value.encode()
-        offsets = pa.py_buffer(struct.pack("<2q", 0, len(data)))
-        return pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(data)])[0]
+    data = value.encode()
+    offsets = pa.py_buffer(struct.pack("<2q", 0, len(data)))
+    return pa.Array.from_buffers(pa.large_string(), 1, [None, offsets, pa.py_buffer(data)])[0]
+
+
+@functools.cache
+def _constants() -> dict[str, Any]:
+    """The Arrow scalars ``_columns`` compares with (``text_scalar``)."""
+    import struct
+
+    import pyarrow as pa
 
     digits = pa.py_buffer(struct.pack("<q", _MAX_DIGITS))
-    constants = {v: text(v) for v in ("", "0", "0.0", "true")}
+    constants = {v: text_scalar(v) for v in ("", "0", "0.0", "true")}
     constants["digits"] = pa.Array.from_buffers(pa.int64(), 1, [None, digits])[0]
     return constants
 
 
-def _columns(lines: Any, layout: _Layout) -> tuple[list[list[Any]], list[bool] | None, Any]:
-    """The layout's columns as Python lists, which rows have the layout (``None``: all),
-    and the Spark types of the columns over those rows. Raises ``pyarrow.ArrowInvalid``
-    for a value Arrow cannot convert (the caller then reads the block line by line)."""
-    import pyarrow as pa
+def _texts(lines: Any, layout: _Layout) -> tuple[list[Any], Any, dict[int, Any]]:
+    """The text of each of the layout's values, as Arrow arrays; which rows have the layout
+    (an Arrow boolean array: a row without it has a harmless text, ``0`` or empty); and,
+    for each number column by index, which of its texts are fractions or exponents."""
     import pyarrow.compute as pc
 
     const = _constants()
@@ -287,9 +351,22 @@ def _columns(lines: Any, layout: _Layout) -> tuple[list[list[Any]], list[bool] |
         if kind == "number":
             # an int literal longer than int64 holds is left to the per-line reader
             floats[i] = is_float = pc.match_substring_regex(text, r"[.eE]")
-            digits = pc.utf8_length(pc.utf8_ltrim(text, characters="-"))
-            fits = pc.and_(fits, pc.or_(is_float, pc.less_equal(digits, const["digits"])))
+            if pc.max(pc.binary_length(text)).as_py() > _MAX_DIGITS:  # else none is too long
+                digits = pc.utf8_length(pc.utf8_ltrim(text, characters="-"))
+                fits = pc.and_(fits, pc.or_(is_float, pc.less_equal(digits, const["digits"])))
         texts.append(text)
+    return texts, fits, floats
+
+
+def _columns(lines: Any, layout: _Layout) -> tuple[list[list[Any]], list[bool] | None, Any]:
+    """The layout's columns as Python lists, which rows have the layout (``None``: all),
+    and the Spark types of the columns over those rows. Raises ``pyarrow.ArrowInvalid``
+    for a value Arrow cannot convert (the caller then reads the block line by line)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    const = _constants()
+    texts, fits, floats = _texts(lines, layout)
     all_fit = pc.all(fits).as_py()
     columns: list[list[Any]] = []
     types: list[tuple[str, str]] = []

@@ -21,14 +21,17 @@ other exception (a spec's function that raised, a bug) propagates from the pass.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
 from matcher.errors import InputError, ParityError
+from matcher.files.columnar_equivalence import prove_equivalent
 from matcher.files.output_schema import JsonInference, SchemaPlan, plan_schemas, schema_plan
 from matcher.files.readers import (
+    READER_VARIABLE,
     data_files,
     json_event_batches,
     read_columns,
@@ -53,6 +56,9 @@ def compare_files(spec: Spec, reference: str, candidate: str, limit: int) -> Ver
             spec.check_columns(columns, where=f"{side} {path}", other=other)
     schemas = None
     if not spec.output.order_by and _json_lines(reference, fmt) and _json_lines(candidate, fmt):
+        verdict = _columnar(spec, (reference, candidate), known)
+        if verdict is not None:
+            return verdict
         verdict, schemas = _one_pass(spec, (reference, candidate), known, limit)
         if verdict is not None:
             return verdict
@@ -91,6 +97,32 @@ def compare_files_with_noise(
 
 def _json_lines(path: str, fmt: str | None) -> bool:
     return all(f in ("json", "jsonl") for _, f in data_files(path, fmt))
+
+
+def _columnar(spec: Spec, paths: tuple[str, str], known: list[tuple[str, ...]]) -> Verdict | None:
+    """The equivalent verdict when ``columnar_equivalence`` proves it and the events need no
+    projection; ``None`` otherwise (or on any of Parity's errors, which the passes after it
+    raise again in their order): the online matcher decides."""
+    if os.environ.get(READER_VARIABLE) in ("lines", "events"):  # see ``readers``
+        return None
+    files = tuple([file for file, _ in data_files(path, spec.output.format)] for path in paths)
+    if any(file.suffix.lower() == ".gz" for file in chain.from_iterable(files)):
+        return None
+    inferences = (JsonInference(), JsonInference())
+    try:
+        verdict = prove_equivalent(spec, (files[0], files[1]), known, inferences)
+        if verdict is None:
+            return None
+        schemas = [
+            _schema(spec, path, inference)
+            for path, inference in zip(paths, inferences, strict=True)
+        ]
+        plan = plan_schemas(spec, schemas[0], schemas[1])
+    except ParityError:
+        return None
+    if plan.projections != (None, None):
+        return None
+    return judge(verdict, plan.diff)
 
 
 def _one_pass(

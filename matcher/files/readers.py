@@ -70,7 +70,9 @@ from matcher.formats import FORMATS, check_format, format_of_name, is_data_file
 
 PARQUET_BATCH_ROWS = 8192
 #: set to ``lines`` to read JSON lines with the per-line reader only (the columnar one is
-#: proven to give the same events; the variable is there to compare the two)
+#: proven to give the same events), or to ``events`` to read them columnar but to events
+#: only, without ``matcher.files.columnar_equivalence``'s proof on their texts: the
+#: variable is there to compare the paths
 READER_VARIABLE = "PARITY_READER"
 LINE_BATCH = 4096  # objects per ``JsonBatch`` of the per-line reader
 #: how many JSON objects ``read_columns`` looks at: Spark drops null fields from JSON lines,
