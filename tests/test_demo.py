@@ -24,6 +24,7 @@ from tools.demo import (
     _write_env_file,
     demo_env,
     env_file_text,
+    expected_cost,
     expected_of,
     table,
     task_log_path,
@@ -236,6 +237,22 @@ def test_the_default_handful_covers_each_kind_of_validation() -> None:
     assert any("reference_runs: 2" in t for t in texts.values())
     assert any("readStream" in t or "streaming" in t for t in texts.values())
     assert "$(if $(ALL),--all)" in (ROOT / "Makefile").read_text()
+
+
+def test_the_longest_validations_start_first() -> None:
+    """Recovery validations, then those with a rerun, then the rest (the bundled ones are
+    ranked exactly so: three recovery runs, four with a rerun, fourteen others)."""
+    specs = sorted((ROOT / "dags" / "validations").glob("*.yaml"))
+    ranks: dict[int, list[str]] = {}
+    for path in specs:
+        ranks.setdefault(expected_cost(path), []).append(path.stem)
+    assert ranks[2] == [
+        "sequence_window_recovery", "sequence_window_recovery_buggy", "taxi_streaming_recovery",
+    ]  # fmt: skip
+    assert ranks[1] == [
+        "taxi_parallel", "taxi_parallel_buggy", "topics_parallel", "topics_parallel_buggy",
+    ]  # fmt: skip
+    assert len(ranks[0]) == len(specs) - 7
 
 
 def test_progress_names_the_validation_and_the_task_on_the_terminal(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from matcher.errors import ParityError
+from matcher.spec import load_spec
 from matcher.store import RunRecord, Store, StoredDivergence
 from matcher.store.run_ids import pipeline_run_id
 from matcher.verdict import KINDS
@@ -303,19 +304,32 @@ def _prepare_airflow() -> dict[str, str]:
 
 
 def _validate_all(specs: Sequence[Path], logs: Path, workers: int, out: TextIO) -> list[Outcome]:
-    """Run every validation's DAG, ``workers`` at a time, and read each verdict back."""
+    """Run every validation's DAG, ``workers`` at a time, and read each verdict back; the
+    outcomes come in the order of ``specs``."""
     jobs = [(path, logs / f"{path.stem}.log") for path in specs]
     if workers == 1:
         results = (run_validation(path, log) for path, log in jobs)
         return [_report(path, result, out) for (path, _), result in zip(jobs, results, strict=True)]
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(run_validation, path, log): path for path, log in jobs}
+        futures = {
+            pool.submit(run_validation, path, log): path
+            for path, log in sorted(jobs, key=lambda job: -expected_cost(job[0]))
+        }
         done = {futures[f]: _report(futures[f], f.result(), out) for f in as_completed(futures)}
     return [done[path] for path, _ in jobs]
 
 
 _BAG: Any = None
+
+
+def expected_cost(path: Path) -> int:
+    """How long a validation takes, in rank only: a recovery validation (its application
+    killed and restarted) longest, then one with a rerun of the reference (``noise``), then
+    the rest, which run one application each. Started longest first, the workers end
+    together rather than one of them finishing a long validation alone."""
+    spec = load_spec(path)
+    return 2 if spec.recovery is not None else 1 if spec.noise.reference_runs > 1 else 0
 
 
 def run_validation(path: Path, log: Path) -> tuple[str, str, str, float]:
