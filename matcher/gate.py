@@ -57,12 +57,15 @@ class GateSpec:
         """The policy ``to_dict`` wrote, checked key by key (``ValueError`` naming the first
         key that is unknown or holds a value the spec would refuse)."""
         hints = get_type_hints(cls)
+        names = {f.name for f in fields(cls)}
         for key, value in document.items():
-            if key not in {f.name for f in fields(cls)}:
+            if key not in names:
                 raise ValueError(f"{key}: unknown key")
-            allowed = get_args(hints[key])
-            valid = value in allowed if allowed else isinstance(value, bool)
-            if not valid or not isinstance(value, str | bool):
+            allowed = get_args(hints[key])  # a ``Literal``'s strings; none for a ``bool``
+            valid = (
+                isinstance(value, str) and value in allowed if allowed else isinstance(value, bool)
+            )
+            if not valid:
                 raise ValueError(f"{key}: {value!r} is not a valid value")
         return cls(**document)
 
