@@ -17,7 +17,13 @@ the same files and in one run:
   A Parquet ``count()`` reads only the row counts in the file footers, not one value, so
   (c) is a floor no comparison can approach; (c') is what reading the data costs.
 
-and prints each time with the ratios. Each contender runs once untimed (the first run of
+and prints each time with the ratios. With ``--processes`` it times whole processes
+instead, which is what a user waits for (each pays its JVM, its imports, its session):
+``spark-submit jobs/match.py`` (Parity's match job, its verdict stored in SQLite) against
+``spark-submit`` of the four-line ``exceptAll`` script a user would write
+(``EXCEPT_ALL_SCRIPT``), both ``--master local[2]`` with the same driver memory.
+
+Each contender runs once untimed (the first run of
 anything in a fresh JVM pays for compiling Spark's code paths, and Parity's differ from
 the others'), then ``--repeat`` times in a row (default 3); its median time is the one
 compared, as a shared machine is noisy. Generated files are reused when present.
@@ -29,6 +35,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -95,6 +102,22 @@ def generate(spark: Any, data: Path, rows: int, keys: int) -> dict[str, Path]:
     return paths
 
 
+SPEC = """\
+name: bench_spark_matcher
+output:
+  format: parquet
+dependence:
+  key: [key]
+"""
+
+EXCEPT_ALL_SCRIPT = """\
+import sys
+from pyspark.sql import SparkSession
+a, b = (SparkSession.builder.getOrCreate().read.parquet(p) for p in sys.argv[1:3])
+print(a.exceptAll(b).count(), "only in the reference,", b.exceptAll(a).count(), "in the candidate")
+"""
+
+
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     result = action()
@@ -137,6 +160,52 @@ def run_full_read(spark: Any, reference: Path, candidate: Path) -> str:
     return "every value of both outputs read"
 
 
+LABELS = {"parity": "Parity: spark-submit jobs/match.py", "a": "(a) exceptAll script"}
+
+
+def run_processes(data: Path, paths: dict[str, Path], memory: str, repeat: int) -> None:
+    """Whole ``spark-submit`` processes: the match job against the ``exceptAll`` script."""
+    root = Path(__file__).resolve().parent.parent
+    bin_dir = Path(sys.executable).parent
+    spec, script = data / "bench_spec.yaml", data / "except_all.py"
+    spec.write_text(SPEC)
+    script.write_text(EXCEPT_ALL_SCRIPT)
+    store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(root))
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    submit = [str(bin_dir / "spark-submit"), "--master", "local[2]"]
+    if memory != "default":
+        submit += ["--driver-memory", memory]
+    submit += ["--conf", "spark.ui.enabled=false"]
+    for case in ("equivalent", "faulty"):
+        reference, candidate = str(paths["reference"]), str(paths[case])
+        db = f"sqlite:///{store_dir / 'results.db'}"
+        contenders = {
+            "parity": [*submit, str(root / "jobs" / "match.py"), "--reference", reference,
+                       "--candidate", candidate, "--spec", str(spec), "--db", db],
+            "a": [*submit, str(script), reference, candidate],
+        }  # fmt: skip
+        print(f"\ncandidate: {case}, whole spark-submit processes (median of {repeat} runs)")
+        seconds = {}
+        for name, argv in contenders.items():
+            runs = []
+            for attempt in range(repeat + 1):  # the first, untimed: the page cache
+                started = time.perf_counter()
+                done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+                if done.returncode not in (0, 1):
+                    raise SystemExit(f"{name} failed ({done.returncode}): {done.stderr[-2000:]}")
+                if attempt:
+                    runs.append(time.perf_counter() - started)
+            seconds[name] = statistics.median(runs)
+            each = ", ".join(f"{t:.1f}" for t in runs)
+            label = (
+                "Parity: spark-submit jobs/match.py" if name == "parity" else "(a) exceptAll script"
+            )
+            print(f"  {label:<36} {seconds[name]:>7.1f} s  [{each}]  exit {done.returncode}")
+        print(f"  (a) / Parity = {seconds['a'] / seconds['parity']:.2f}x (target >= 2)")
+    shutil.rmtree(store_dir, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
@@ -146,11 +215,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", nargs="*", default=[], help="baselines to skip: a b c c2")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, median compared")
     parser.add_argument("--explain", action="store_true", help="print Parity's screening plan")
+    parser.add_argument(
+        "--processes", action="store_true", help="time whole spark-submit processes instead"
+    )
     args = parser.parse_args(argv)
 
     spark = session(args.memory)
     data = args.data / f"{args.rows}-{args.keys}"
     paths = generate(spark, data, args.rows, args.keys)
+    if args.processes:
+        spark.stop()  # its JVM's memory is the processes'
+        print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
+        run_processes(data, paths, args.memory, args.repeat)
+        return 0
     store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
     db = f"sqlite:///{store_dir / 'results.db'}"
     print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
