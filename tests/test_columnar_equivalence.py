@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from matcher.errors import ParityError
 from matcher.files import columnar, columnar_equivalence, compare
 from matcher.files.compare import compare_files
+from matcher.files.output_schema import JsonInference
 from matcher.files.readers import READER_VARIABLE
 from matcher.spec import parse_spec
 
@@ -160,6 +161,13 @@ def test_other_forms_and_files_are_left_to_the_online_matcher(
         documents, tried = verdicts(monkeypatch, spec, ref, cand)
         assert documents[0] == documents[1] == documents[2]
         assert tried in ([], [False])
+    # a first block without the key column, the output's columns not known: not proven
+    no_key = write(tmp_path / "n.jsonl", ['{"seq": 0, "v": 1}\n', '{"k": 1, "seq": 1, "v": 1}\n'])
+    monkeypatch.setattr(columnar, "BLOCK_BYTES", 16)  # one line per block
+    inferences = (JsonInference(), JsonInference())
+    proof = columnar_equivalence.prove_equivalent
+    assert proof(parse_spec(SPEC), ([no_key], [no_key]), ((), ()), inferences) is None
+    monkeypatch.undo()
     zipped = tmp_path / "z"
     zipped.mkdir()
     (zipped / "part-00000.json.gz").write_bytes(gzip.compress(ref.read_bytes()))

@@ -183,6 +183,8 @@ class _Settle:
                 continue
             kinds = dict(zip(block.names, block.kinds, strict=True))
             if self.kinds is None:
+                if not all(column in kinds for column in self.key_columns):
+                    return False  # the online matcher says which event lacks it
                 self._start(kinds)
             if kinds != self.kinds:
                 return False
