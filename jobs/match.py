@@ -327,9 +327,10 @@ def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
             noise_limit=args.noise_limit,
         )
     from matcher.spark.noise import compare_with_noise
-    from matcher.spark.session import fit_shuffle_partitions
+    from matcher.spark.session import fit_shuffle_partitions, let_cached_plans_coalesce
 
     spark = session("match")
+    let_cached_plans_coalesce(spark)
     partitions = fit_shuffle_partitions(spark, outputs)
     if partitions is not None:
         print(f"match: note: small outputs: {partitions} shuffle partitions")

@@ -1,5 +1,6 @@
 """Parity's own Spark jobs on small outputs use one shuffle partition per core instead of
-Spark's 200 (issue 15): the size rule, and that a configured count is kept."""
+Spark's 200 (issue 15): the size rule, and that a configured count is kept; the match lets
+adaptive execution coalesce the partitions of the plans it persists."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from matcher.spark.session import (
+    CACHED_PLAN_PARTITIONING,
     SMALL_OUTPUTS_BYTES,
     fit_shuffle_partitions,
+    let_cached_plans_coalesce,
     output_bytes,
     small_shuffle_partitions,
 )
@@ -49,3 +52,15 @@ def test_a_configured_count_is_kept(spark: SparkSession, tmp_path: Path) -> None
     before = spark.conf.get("spark.sql.shuffle.partitions")
     assert fit_shuffle_partitions(spark, [str(tmp_path)]) is None
     assert spark.conf.get("spark.sql.shuffle.partitions") == before
+
+
+@pytest.mark.spark
+def test_cached_plans_may_coalesce_unless_configured(spark: SparkSession) -> None:
+    """The shared session does not configure it: the match sets it (and the test puts
+    Spark's default back for the other tests)."""
+    assert not spark.sparkContext.getConf().contains(CACHED_PLAN_PARTITIONING)
+    try:
+        assert let_cached_plans_coalesce(spark) is True
+        assert spark.conf.get(CACHED_PLAN_PARTITIONING) == "true"
+    finally:
+        spark.conf.unset(CACHED_PLAN_PARTITIONING)

@@ -10,6 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+#: lets adaptive execution coalesce the shuffle partitions of a plan that is persisted (the
+#: screening's disagreeing groups, the classification's chains): Spark otherwise keeps a
+#: cached plan's partitioning, ``spark.sql.shuffle.partitions`` tasks per stage
+CACHED_PLAN_PARTITIONING = "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning"
+
 
 def local_session(master: str = "local[*]") -> Any:
     """A local SparkSession for the command line (quiet, no UI)."""
@@ -30,6 +35,7 @@ def local_session(master: str = "local[*]") -> Any:
                 .config("spark.ui.enabled", "false")
                 .config("spark.ui.showConsoleProgress", "false")
                 .config("spark.sql.shuffle.partitions", "8")
+                .config(CACHED_PLAN_PARTITIONING, "true")
                 .getOrCreate()
             )
         finally:
@@ -65,6 +71,17 @@ def fit_shuffle_partitions(spark: Any, paths: Sequence[str]) -> int | None:
     if chosen is not None:
         spark.conf.set(SHUFFLE_PARTITIONS, str(chosen))
     return chosen
+
+
+def let_cached_plans_coalesce(spark: Any) -> bool:
+    """Set ``CACHED_PLAN_PARTITIONING`` true for the match, unless the job's configuration
+    sets it; whether it was set. The screening's one shuffle of a 5M-row pair then ran 5
+    tasks instead of 200 (its plan is persisted, and adaptive execution left it alone). The
+    verdict does not depend on the partition count."""
+    if spark.sparkContext.getConf().contains(CACHED_PLAN_PARTITIONING):
+        return False
+    spark.conf.set(CACHED_PLAN_PARTITIONING, "true")
+    return True
 
 
 def output_bytes(paths: Sequence[str], limit: int = SMALL_OUTPUTS_BYTES) -> int | None:
