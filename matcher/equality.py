@@ -278,6 +278,15 @@ class Equality:
         return self._plain
 
     @property
+    def exact_but_ignored(self) -> bool:
+        """True when equality is the exact rule over every column but the ignored ones (plain
+        when none is ignored): the fast paths of ``matcher.online`` and of
+        ``matcher.files.columnar_equivalence``."""
+        return (
+            self.function is None and not self.tolerance and not self.normalize and self.nan_equal
+        )
+
+    @property
     def loosened_columns(self) -> frozenset[str]:
         """Columns whose values may differ between equal events."""
         return self.ignore | frozenset(self.tolerance) | frozenset(self.normalize)

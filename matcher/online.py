@@ -278,13 +278,7 @@ def _keyed_equal(equality: Equality) -> Callable[[Event, Event], bool] | None:
     else goes to the rules. ``None`` for the other equalities."""
     if equality.is_plain:
         return equality.equal
-    if (
-        not equality.ignore
-        or equality.function is not None
-        or equality.tolerance
-        or equality.normalize
-        or not equality.nan_equal
-    ):
+    if not equality.exact_but_ignored:
         return None
     ignore, rules = equality.ignore, equality.equal
 

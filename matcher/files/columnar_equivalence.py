@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 from matcher.dependence import ByKey, Ordered
-from matcher.equality import Equality
 from matcher.files.columnar import JsonBatch, TextBlock, text_blocks, text_scalar
 from matcher.files.output_schema import JsonInference
 from matcher.online import SIDES
@@ -76,7 +75,7 @@ def prove_equivalent(
         key_columns = ()
     else:
         return None
-    if not _exact_but_ignored(equality) or any(c in equality.ignore for c in key_columns):
+    if not equality.exact_but_ignored or any(c in equality.ignore for c in key_columns):
         return None
     settle = _Settle(key_columns, equality.ignore)
     reference, candidate = (chain.from_iterable(map(text_blocks, side)) for side in files)
@@ -100,16 +99,6 @@ def prove_equivalent(
             if not settle.step(blocks[0], blocks[1]):
                 return None
     return settle.verdict(dependence.describe())
-
-
-def _exact_but_ignored(equality: Equality) -> bool:
-    """Equality is ``==`` on every column but the ignored ones (``online._keyed_equal``)."""
-    return (
-        equality.function is None
-        and not equality.tolerance
-        and not equality.normalize
-        and equality.nan_equal
-    )
 
 
 _END: Any = object()  # a side read to its end
