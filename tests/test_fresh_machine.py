@@ -179,3 +179,19 @@ def test_a_session_that_used_spark_ends_without_a_logging_error(tmp_path: Path) 
     assert done.returncode == 0, output[-3000:]
     assert "1 passed" in output
     assert "Logging error" not in output, output[-3000:]
+
+
+def test_the_repository_tracks_no_symlink_and_nothing_of_the_environment() -> None:
+    # A clean clone must build: a tracked `.venv` link (once committed from a worktree that
+    # shared the environment) pointed at itself there and `make install` failed at once.
+    listed = subprocess.run(
+        ["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    links = [line.split("\t", 1)[1] for line in listed if line.startswith("120000 ")]
+    environment = [
+        line.split("\t", 1)[1]
+        for line in listed
+        if line.split("\t", 1)[1].split("/", 1)[0] in {".venv", "venv"}
+    ]
+    assert links == []
+    assert environment == []
