@@ -393,6 +393,24 @@ def dag_run_note(run_id: str) -> str | None:
         return None if run is None else run.note
 
 
+def rendered(run_id: str, task_id: str) -> dict[str, Any]:
+    """A ``parity_relay`` task's fields as its *Rendered Template* page shows them."""
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields as Rendered
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        fields = session.scalar(
+            select(Rendered.rendered_fields).where(
+                Rendered.dag_id == "parity_relay",
+                Rendered.run_id == run_id,
+                Rendered.task_id == task_id,
+            )
+        )
+    assert fields is not None, f"no rendered fields for {task_id} of {run_id}"
+    return dict(fields)
+
+
 @pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.timeout(1800)
@@ -432,8 +450,13 @@ def test_equivalent_then_divergent_runs_end_to_end(
     assert record.gate_reason == "verdict equivalent; expectations passed"
     assert (record.reference_version, record.candidate_version) == ("1.0", "1.1")
     assert (record.dag_id, record.dag_run_id, record.task_try) == ("parity_relay", ok.run_id, 1)
-    # Outputs of a few KiB: the match task ran the job on the core, no spark-submit.
+    # Outputs of a few KiB: the match task ran the job on the core, no spark-submit, and
+    # its Rendered Template shows that command, not a spark-submit line that never ran.
     assert record.engine == "core"
+    shown = rendered(ok.run_id, "match")
+    assert shown["application"] == str(ROOT / "jobs" / "match.py")
+    assert shown["application_args"][-2:] == ["--engine", "core"]
+    assert not shown.get("conf")
     # The stored start is the DAG run's, so the history shows the pipeline's duration
     assert ok.start_date is not None and record.started_at == ok.start_date.astimezone(UTC)
     assert (record.slice["start"], record.slice["end"]) == (
@@ -482,6 +505,9 @@ def test_equivalent_then_divergent_runs_end_to_end(
         "1.2-bug",
     )
     assert record.engine == "spark"
+    shown = rendered(bad.run_id, "match")
+    assert shown["application"] == str(ROOT / "jobs" / "match.py")
+    assert "--engine" not in shown["application_args"]
     assert (
         record.gate_reason
         == "verdict divergent (the gate requires equivalent); expectations passed"

@@ -31,7 +31,7 @@ A user's own application gets its spec's ``py_files`` only; on ``local[...]`` no
 The ``match`` task submits nothing when the run's outputs are small and local: it runs the
 same job with ``--engine core`` in a Python process on the worker (``parity.runs.engines``,
 ``PARITY_CORE_MATCH_BYTES``), its output in the task's log, and fails as a ``spark-submit``
-that exited non-zero would.
+that exited non-zero would. Its *Rendered Template* page then shows that command.
 """
 
 from __future__ import annotations
@@ -135,6 +135,8 @@ class ParitySparkSubmitOperator(SparkSubmitOperator):
         self._planned: SparkJob | None = None
         self._outputs: list[str] = []
         self._core: subprocess.Popen[str] | None = None
+        #: the core's command, when rendering already chose it (``_show_core_command``)
+        self._core_argv: list[str] | None = None
 
     def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
         super().render_template_fields(context, jinja_env)
@@ -150,10 +152,29 @@ class ParitySparkSubmitOperator(SparkSubmitOperator):
         self.py_files = ",".join(job.py_files) or None
         self.jars = ",".join(job.jars) or None
         self._java_class = job.main_class
+        if self.job == "match":
+            self._show_core_command()
+
+    def _show_core_command(self) -> None:
+        """When the core will decide, the fields show its command, not a ``spark-submit``
+        line that never runs: the task's *Rendered Template* page is then the application
+        and its arguments ending in ``--engine core``, with no Spark configuration. The
+        upstream jobs have written the outputs by now, so their size is known; a bad
+        setting is left for ``execute`` to fail the task with."""
+        from airflow.sdk.exceptions import AirflowFailException
+
+        try:
+            command = self._core_command()
+        except AirflowFailException:
+            return
+        if command is not None:
+            self._core_argv = command
+            self.application, self.application_args = command[1], command[2:]
+            self.conf, self.py_files, self.jars = {}, None, None
 
     def execute(self, context: Any) -> None:
         if self.job == "match" and self._planned is not None:
-            command = self._core_command()
+            command = self._core_argv or self._core_command()
             if command is not None:
                 self._run_core(command)
                 return
