@@ -125,6 +125,15 @@ def test_the_demo_environment(tmp_path: Path) -> None:
     assert env["AIRFLOW__CORE__PLUGINS_FOLDER"] == str(root / "plugins")
     assert env["AIRFLOW__LOGGING__BASE_LOG_FOLDER"] == str(tmp_path / "airflow" / "logs")
     assert env["AIRFLOW__CORE__LOAD_EXAMPLES"] == "False"
+    # Spark's settings go to the driver's JVM, not to files in SPARK_CONF_DIR (kept empty
+    # for the class archive, tools.class_archive).
+    assert env["SPARK_SUBMIT_OPTS"].split() == [
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        "-Dspark.ui.enabled=false",
+        "-Dspark.ui.showConsoleProgress=false",
+        f"-Dlog4j2.configurationFile={tmp_path / 'spark-log4j2.properties'}",
+    ]
 
 
 def test_env_sh_exports_the_whole_environment_quoted() -> None:
