@@ -198,9 +198,7 @@ def run_processes(data: Path, paths: dict[str, Path], memory: str, repeat: int) 
                     runs.append(time.perf_counter() - started)
             seconds[name] = statistics.median(runs)
             each = ", ".join(f"{t:.1f}" for t in runs)
-            label = (
-                "Parity: spark-submit jobs/match.py" if name == "parity" else "(a) exceptAll script"
-            )
+            label = LABELS[name]
             print(f"  {label:<36} {seconds[name]:>7.1f} s  [{each}]  exit {done.returncode}")
         print(f"  (a) / Parity = {seconds['a'] / seconds['parity']:.2f}x (target >= 2)")
     shutil.rmtree(store_dir, ignore_errors=True)

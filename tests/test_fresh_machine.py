@@ -187,11 +187,8 @@ def test_the_repository_tracks_no_symlink_and_nothing_of_the_environment() -> No
     listed = subprocess.run(
         ["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.splitlines()
-    links = [line.split("\t", 1)[1] for line in listed if line.startswith("120000 ")]
-    environment = [
-        line.split("\t", 1)[1]
-        for line in listed
-        if line.split("\t", 1)[1].split("/", 1)[0] in {".venv", "venv"}
-    ]
+    entries = [line.split("\t", 1) for line in listed]  # "mode object stage", path
+    links = [path for stage, path in entries if stage.startswith("120000 ")]
+    environment = [path for _, path in entries if path.split("/", 1)[0] in {".venv", "venv"}]
     assert links == []
     assert environment == []

@@ -45,7 +45,7 @@ from matcher.spec import load_spec
 from matcher.store import RunRecord, Store, StoredDivergence
 from matcher.store.run_ids import pipeline_run_id
 from matcher.verdict import KINDS
-from tools.class_archive import ensure_archive, with_archive
+from tools import class_archive
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -233,7 +233,7 @@ def prepare(home: Path, scale: float, out: TextIO) -> dict[str, str] | None:
     _write_spark_settings(home, Path(env["SPARK_CONF_DIR"]))
     archive = _archive_classes(home, env, out)
     if archive is not None:
-        env["SPARK_SUBMIT_OPTS"] = with_archive(env["SPARK_SUBMIT_OPTS"], archive)
+        env["SPARK_SUBMIT_OPTS"] = class_archive.with_archive(env["SPARK_SUBMIT_OPTS"], archive)
         os.environ.update(env)
     _write_env_file(home, env)
 
@@ -461,9 +461,9 @@ def _archive_classes(home: Path, env: Mapping[str, str], out: TextIO) -> Path | 
     from parity.recovery.runner import find_spark_submit
 
     directory = home / "spark-classes"
-    existed = any(directory.glob("spark-classes-*.jsa"))
+    existed = any(directory.glob(f"{class_archive.PREFIX}*{class_archive.SUFFIX}"))
     started = time.monotonic()
-    archive = ensure_archive(
+    archive = class_archive.ensure_archive(
         directory,
         find_spark_submit(),
         env["SPARK_SUBMIT_OPTS"],
