@@ -15,7 +15,11 @@ the same files and in one run:
 * (c) the floor: reading both outputs with a count;
 * (c') a second floor that reads every value: both outputs into Spark's ``noop`` sink.
   A Parquet ``count()`` reads only the row counts in the file footers, not one value, so
-  (c) is a floor no comparison can approach; (c') is what reading the data costs.
+  (c) is a floor no comparison can approach; (c') is what reading the data costs;
+* (d) the floor of any order-aware check: each event's group, side and stream order as
+  longs, one shuffle by group, its rank within (group, side) and an aggregate per group,
+  no value read or hashed. ``exceptAll`` needs no rank; an order-aware check cannot do
+  with less.
 
 and prints each time with the ratios. With ``--processes`` it times whole processes
 instead, which is what a user waits for (each pays its JVM, its imports, its session):
@@ -48,6 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from matcher.dependence import by_key
 from matcher.equality import Equality
 from matcher.spark import SparkComparison, compare_dataframes, read_stream
+from matcher.spark.schema import ORD
 from matcher.store import RunOutcome, RunStart, Store
 
 
@@ -160,6 +165,21 @@ def run_full_read(spark: Any, reference: Path, candidate: Path) -> str:
     return "every value of both outputs read"
 
 
+def run_order_floor(spark: Any, reference: Path, candidate: Path) -> str:
+    from pyspark.sql import functions as F
+
+    streams = [read_stream(spark, str(p), format="parquet") for p in (reference, candidate)]
+    sides = [
+        stream.select(F.xxhash64("key").alias("g"), F.lit(side).alias("side"), F.col(ORD))
+        for side, stream in enumerate(streams)
+    ]
+    rank = f"row_number() OVER (PARTITION BY g, side ORDER BY {ORD})"
+    ranked = sides[0].unionByName(sides[1]).selectExpr("g", "side", f"{rank} AS r")
+    per_group = ranked.groupBy("g").agg(F.expr("bit_xor(xxhash64(side, r))"))
+    per_group.write.format("noop").mode("overwrite").save()
+    return "every event ranked in its group and side"
+
+
 LABELS = {"parity": "Parity: spark-submit jobs/match.py", "a": "(a) exceptAll script"}
 
 
@@ -210,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=500_000)
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "parity-bench")
     parser.add_argument("--memory", default="8g", help="spark.driver.memory (default: Spark's)")
-    parser.add_argument("--skip", nargs="*", default=[], help="baselines to skip: a b c c2")
+    parser.add_argument("--skip", nargs="*", default=[], help="baselines to skip: a b c c2 d")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each, median compared")
     parser.add_argument("--explain", action="store_true", help="print Parity's screening plan")
     parser.add_argument(
@@ -236,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         ("a", "(a) exceptAll both ways", lambda r, c: run_except_all(spark, r, c)),
         ("c", "(c) floor: read + count", lambda r, c: run_floor(spark, r, c)),
         ("c2", "(c') floor: read every value", lambda r, c: run_full_read(spark, r, c)),
+        ("d", "(d) floor: order-aware, longs", lambda r, c: run_order_floor(spark, r, c)),
         ("b", "(b) datacompy SparkSQLCompare", lambda r, c: run_datacompy(spark, r, c)),
     ]
     if args.explain:
@@ -271,6 +292,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  Parity / floor (c) = {parity / seconds['c']:.2f}x (target <= 6)")
         if "c2" in seconds:
             print(f"  Parity / floor (c') = {parity / seconds['c2']:.2f}x")
+        if "d" in seconds:
+            print(f"  Parity / floor (d) = {parity / seconds['d']:.2f}x")
+        if "a" in seconds and "d" in seconds:  # what an order-aware check can gain at most
+            print(f"  (a) / floor (d) = {seconds['a'] / seconds['d']:.2f}x")
     shutil.rmtree(store_dir, ignore_errors=True)
     spark.stop()
     return 0
