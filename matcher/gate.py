@@ -11,11 +11,20 @@ The policy (``gate`` in the validation spec, ``GateSpec``):
   ``gate.empty`` is ``pass``: by default a release whose job wrote nothing does not ship;
 * when ``gate.expectations`` is true (the default), failed expectations close the gate, and
   so do missing ones when the spec names suites (``expected_suites``); a run with no
-  expectation results and no suites named is judged on its verdict alone.
+  expectation results and no suites named is judged on its verdict alone;
+* a run whose trigger overrode the spec's ``equality`` or ``dependence`` (an ad-hoc run's
+  parameters, recorded with the run) passes only when ``gate.allow_overrides`` is true:
+  whoever may trigger a run may otherwise loosen the rules (``tolerance: {x: {abs: 1e300}}``,
+  ``dependence: unordered``) and so open the gate for an untested candidate. Any override
+  that differs from the spec's own section counts as loosening: telling a tighter rule
+  from a looser one in general (functions, barriers, typed graphs) is undecidable, and
+  closing the gate on a stricter override costs a re-run, not a bad release.
 
 The decision is a value with a one-line reason that says both halves, e.g.
-``verdict equivalent; expectations passed``. The Airflow pipeline stores it with the run
-(``parity.views.gate.record_run_gate``) and ``parity gate`` reads it back.
+``verdict equivalent; expectations passed`` (and, for an overriding run,
+``; overrides equality, dependence (gate.allow_overrides is false)``). The Airflow pipeline
+stores it with the run (``parity.views.gate.record_run_gate``) and ``parity gate`` reads it
+back.
 
 ``GateSpec`` is a plain dataclass, not a pydantic model like the spec's other sections: the
 spec's loader validates it all the same (``matcher.spec_schema``: pydantic validates a
@@ -26,9 +35,13 @@ answers without importing pydantic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar, Literal, get_args, get_type_hints
+
+#: the spec's sections a run's trigger may replace (``parity.airflow.plan``), in the order a
+#: reason names them
+OVERRIDABLE = ("equality", "dependence")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +60,9 @@ class GateSpec:
     #: on the DAG run stops), or ``warn``: the ``gate`` task is skipped, the DAG run succeeds,
     #: and the verdict is on its note and the Parity page (a job's failure still fails it)
     on_closed: Literal["fail", "warn"] = "fail"
+    #: whether a run whose trigger overrode the spec's ``equality`` or ``dependence`` may
+    #: open the gate (by default it may not: permission to trigger is not permission to ship)
+    allow_overrides: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The policy as a JSON object (what the match job stores with a run)."""
@@ -85,19 +101,27 @@ def evaluate(
     *,
     expected_suites: int = 0,
     empty: bool = False,
+    overrides: Sequence[str] = (),
 ) -> GateDecision:
     """The gate's decision on a run's ``verdict`` and the outcome of its expectations
     (``None``: the run has no expectation results). ``expected_suites``: how many suites
     the spec names; when it names some, ``gate.expectations`` is on, and there are no
     results, the gate stays closed (the expectations did not run). ``empty``: both outputs
-    were empty (``empty_outputs`` of a stored run's statistics)."""
+    were empty (``empty_outputs`` of a stored run's statistics). ``overrides``: the spec's
+    sections the run's trigger replaced (``RunSummary.overrides``)."""
     verdict_ok, verdict_reason = _verdict(policy, verdict)
     if empty and verdict_ok:
         verdict_ok, verdict_reason = _empty(policy, verdict_reason)
     expectations_ok, expectations_reason = _expectations(
         policy, expectations_passed, expected_suites
     )
-    return GateDecision(verdict_ok and expectations_ok, f"{verdict_reason}; {expectations_reason}")
+    reason = f"{verdict_reason}; {expectations_reason}"
+    if not overrides:
+        return GateDecision(verdict_ok and expectations_ok, reason)
+    overrides_ok, overrides_reason = _overrides(policy, overrides)
+    return GateDecision(
+        verdict_ok and expectations_ok and overrides_ok, f"{reason}; {overrides_reason}"
+    )
 
 
 def _verdict(policy: GateSpec, verdict: str | None) -> tuple[bool, str]:
@@ -124,6 +148,13 @@ def _empty(policy: GateSpec, verdict_reason: str) -> tuple[bool, str]:
     if policy.empty == "pass":
         return True, f"{verdict_reason} on two empty outputs, allowed by gate.empty"
     return False, f"{verdict_reason}, but both outputs are empty (gate.empty is fail)"
+
+
+def _overrides(policy: GateSpec, overrides: Sequence[str]) -> tuple[bool, str]:
+    named = f"overrides {', '.join(overrides)}"
+    if policy.allow_overrides:
+        return True, f"{named}, allowed by gate.allow_overrides"
+    return False, f"{named} (gate.allow_overrides is false)"
 
 
 def _expectations(policy: GateSpec, passed: bool | None, suites: int) -> tuple[bool, str]:

@@ -448,6 +448,7 @@ def test_gate_json_is_one_strict_object(history: str, capsys: pytest.CaptureFixt
             "gate_reason": (
                 "verdict divergent (the gate requires equivalent); no expectation results"
             ),
+            "overrides": [],
             "counts": {"loss": 1, "duplication": 0, "reordering": 2, "corruption": 0},
             "total_divergences": 3,
             "expectations": {"total": 0, "failed": 0},

@@ -640,12 +640,12 @@ def test_readers_refuse_a_schema_behind_this_parity(
         assert main([*command, "--db", db_url]) == 2
         assert capsys.readouterr().err == (
             f"parity: error: the results database at {shown} is at revision 0003, this "
-            "Parity needs 0005: run `parity db upgrade`\n"
+            "Parity needs 0006: run `parity db upgrade`\n"
         )
     with Store(db_url) as store, store._engine.connect() as connection:
         assert current_revision(connection) == "0003"  # the readers did not migrate it
     assert main(["db", "upgrade", "--db", db_url]) == 0
-    assert capsys.readouterr().out == f"{shown}: at revision 0005\n"
+    assert capsys.readouterr().out == f"{shown}: at revision 0006\n"
     assert main(["report", "taxi/run-1", "--db", db_url]) == 2
     assert capsys.readouterr().err == f"parity: error: no run 'taxi/run-1' in {shown}\n"
 

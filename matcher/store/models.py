@@ -11,6 +11,8 @@ and this metadata agree.
   later kinds use the same row with ``reference_version``/``candidate_version`` left empty as
   they see fit, and a properties run completes with a NULL ``verdict`` (it judges nothing; the
   ``verdict`` check lets NULL through, so no migration was needed).
+  Counts are ``BIGINT`` (0006): a count is checked below 2**63 before it is written
+  (``matcher.store.records.check_count``), the same limit on both backends.
 * ``divergences``: the witnesses, ``ordinal`` = their order in the verdict.
 * ``column_stats``: per-column mismatch counts (``extra`` for later statistics).
 * ``expectation_results``: Great Expectations results beside the verdict.
@@ -63,6 +65,11 @@ JsonValue = JSON(none_as_null=True)
 RUN_ID_LENGTH = 512
 NAME_LENGTH = 250
 TAG_LENGTH = 32
+
+
+#: a divergence count: ``BIGINT`` on PostgreSQL (0006); on SQLite, whose integers are 64-bit
+#: whatever the declared type, the ``INTEGER`` the first revisions declared
+Count = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class UTCDateTime(TypeDecorator[dt.datetime]):
@@ -120,11 +127,11 @@ class Run(Base):
     slice: Mapped[Any] = mapped_column(JsonValue, nullable=True)
     spec: Mapped[Any] = mapped_column(JsonValue, nullable=True)
     stats: Mapped[Any] = mapped_column(JsonValue, nullable=True)
-    loss: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    duplication: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    reordering: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    corruption: Mapped[int] = mapped_column(Integer, server_default=text("0"))
-    total_divergences: Mapped[int] = mapped_column(Integer, server_default=text("0"))
+    loss: Mapped[int] = mapped_column(Count, server_default=text("0"))
+    duplication: Mapped[int] = mapped_column(Count, server_default=text("0"))
+    reordering: Mapped[int] = mapped_column(Count, server_default=text("0"))
+    corruption: Mapped[int] = mapped_column(Count, server_default=text("0"))
+    total_divergences: Mapped[int] = mapped_column(Count, server_default=text("0"))
     noise: Mapped[Any] = mapped_column(JsonValue, nullable=True)
     dag_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
     dag_run_id: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
@@ -136,6 +143,10 @@ class Run(Base):
     schema_diff: Mapped[Any] = mapped_column(JsonValue, nullable=True)
     # While running: until when the job's last heartbeat vouches for it (NULL otherwise).
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, nullable=True)
+    # The spec's sections the run's trigger replaced with different ones (a JSON list of
+    # "equality", "dependence"); NULL or []: none. The gate stays closed on such a run unless
+    # the spec's gate.allow_overrides is true.
+    overrides: Mapped[Any] = mapped_column(JsonValue, nullable=True)
 
     __table_args__ = (
         CheckConstraint(_one_of("status", STATUSES), name="status"),

@@ -18,9 +18,18 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, cast
 
+from matcher.gate import OVERRIDABLE
 from matcher.schema import SchemaDiff
 from matcher.serialize import json_safe
-from matcher.store.errors import StoreError
+from matcher.store.errors import InvalidRecordError, StoreError
+from matcher.store.limits import (
+    INTEGER_LIMIT,
+    NAME_LENGTH,
+    START_LENGTHS,
+    TAG_LENGTH,
+    check_count,
+    check_text,
+)
 from matcher.verdict import KINDS, Divergence, Kind, Verdict
 
 COMPARISON = "comparison"
@@ -73,12 +82,34 @@ class RunStart:
     dag_run_id: str | None = None
     task_try: int | None = None
     engine: str = "core"
+    #: the spec's sections the run's trigger replaced with different ones (``OVERRIDABLE``:
+    #: a run that loosens its verdict's rules; the gate stays closed unless the spec allows
+    #: it). ``None``: not stated by this writer; a later start of the same run (the match
+    #: job after the plan task) keeps what the earlier one stored.
+    overrides: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.run_id:
             raise StoreError("run_id: expected a non-empty string")
         if not self.validation:
             raise StoreError(f"run {self.run_id!r}: validation: expected a non-empty name")
+        for name, limit in START_LENGTHS.items():
+            check_text(name, getattr(self, name), limit)
+        if self.kind not in RUN_KINDS:
+            raise InvalidRecordError(
+                f"kind: expected one of {', '.join(RUN_KINDS)}, got {self.kind!r}"
+            )
+        if self.task_try is not None:
+            check_count("task_try", self.task_try, INTEGER_LIMIT)
+        if self.overrides is not None:
+            unknown = sorted(set(self.overrides) - set(OVERRIDABLE))
+            if unknown:
+                raise InvalidRecordError(
+                    f"overrides: expected sections among {', '.join(OVERRIDABLE)}, "
+                    f"got {unknown[0]!r}"
+                )
+            ordered = tuple(name for name in OVERRIDABLE if name in self.overrides)
+            object.__setattr__(self, "overrides", ordered)
         require_aware("started_at", self.started_at)
 
 
@@ -104,6 +135,18 @@ class StoredDivergence:
     #: the witness in words, when the check that found it wrote them (``None``: the kind's
     #: own explanation, ``Divergence.explain()``)
     explanation: str | None = None
+
+    def __post_init__(self) -> None:
+        check_count("divergence ordinal", self.ordinal, INTEGER_LIMIT)
+        for name in (
+            "reference_position",
+            "candidate_position",
+            "partner_reference_position",
+            "partner_candidate_position",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                check_count(f"divergence {self.ordinal}: {name}", value)
 
     def explain(self) -> str:
         """One line for a human: the check's words, else the matcher's for the kind."""
@@ -159,6 +202,10 @@ class ColumnStat:
     mismatches: int
     extra: Mapping[str, Any] | None = None
 
+    def __post_init__(self) -> None:
+        check_text("column_stats.column", self.column, NAME_LENGTH)
+        check_count(f"column_stats.{self.column}.mismatches", self.mismatches)
+
 
 @dataclass(frozen=True, slots=True)
 class ExpectationRecord:
@@ -175,6 +222,11 @@ class ExpectationRecord:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     observed: Any = None
     details: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        check_text("expectation suite", self.suite, NAME_LENGTH)
+        check_text("expectation side", self.side, TAG_LENGTH)
+        check_text("expectation type", self.expectation_type, NAME_LENGTH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,9 +266,9 @@ class RunOutcome:
         unknown = sorted(set(self.counts) - set(KINDS))
         if unknown:
             raise StoreError(f"counts: unknown divergence kinds {', '.join(unknown)}")
-        object.__setattr__(
-            self, "counts", MappingProxyType({k: int(self.counts.get(k, 0)) for k in KINDS})
-        )
+        counts = {k: check_count(f"counts.{k}", self.counts.get(k, 0)) for k in KINDS}
+        check_count("total divergences", sum(counts.values()))
+        object.__setattr__(self, "counts", MappingProxyType(counts))
         require_aware("finished_at", self.finished_at)
 
     @property
@@ -319,6 +371,8 @@ class RunSummary:
     #: while running: until when the job's heartbeat vouches for it (``matcher.store.lease``);
     #: a running run whose lease expired is read as failed, so this is ``None`` on it
     lease_expires_at: dt.datetime | None = field(default=None, kw_only=True)
+    #: the spec's sections the run's trigger replaced (``RunStart.overrides``); ``()``: none
+    overrides: tuple[str, ...] = field(default=(), kw_only=True)
 
     @property
     def duration(self) -> dt.timedelta | None:

@@ -11,7 +11,10 @@ A job's life in the store::
 evidence in one transaction; any exception inside ``running`` marks the run ``failed`` and
 deletes its evidence, so a run is either complete or failed, never half-written. Every write
 is keyed by ``run_id``: a retried task (same ``run_id``) replaces its previous attempt, and
-processes starting the same run at once all succeed, the last one's attempt kept.
+processes starting the same run at once all succeed, the last one's attempt kept. A run id
+names one kind of run: a start (or a failure with its start) of another kind under an
+existing id is refused (``check_run_id``), so that a properties run cannot overwrite the
+comparison a deploy gate rests on.
 
 A running run holds a lease that its job renews (``heartbeat``, from a
 ``matcher.store.lease.Heartbeat`` thread); a job killed outright stops renewing it, and once it
@@ -163,9 +166,22 @@ class Store:
             "started_at": run.started_at or now,
             "lease_expires_at": now + dt.timedelta(seconds=lease or lease_seconds()),
         }
+        # A writer that does not state the overrides keeps the ones an earlier start stored.
+        replaced = values if run.overrides is not None else _without(values, "overrides")
         with self._transaction(f"cannot start run {run.run_id!r}") as connection:
-            _upsert_run(connection, run.run_id, values, values)
+            _upsert_run(connection, run.run_id, values, replaced, kind=run.kind)
             _delete_children(connection, run.run_id, *_CHILDREN)
+
+    def check_run_id(self, run_id: str, kind: str) -> None:
+        """Raise ``StoreError`` when a run ``run_id`` exists with another kind than ``kind``:
+        a run id names one kind of run. What a command calls before its work, so that a
+        clash is said before the work, not after it (``start_run`` refuses it too)."""
+        with self._snapshot(f"cannot read run {run_id!r}") as connection:
+            stored = connection.execute(
+                select(Run.kind).where(Run.run_id == run_id)
+            ).scalar_one_or_none()
+        if stored is not None and stored != kind:
+            raise StoreError(kind_clash(run_id, stored, kind))
 
     def heartbeat(self, run_id: str) -> bool:
         """Renew the lease of a running run (``matcher.store.lease``); ``False`` when the run
@@ -275,8 +291,9 @@ class Store:
         values = rows.failed_values(error, now)
         run = start or RunStart(run_id, "(unknown)", trigger="unknown")
         started = {**rows.start_values(run), "started_at": run.started_at or now}
+        kind = None if start is None else start.kind  # without a start: whatever it is
         with self._transaction(f"cannot mark run {run_id!r} failed") as connection:
-            _upsert_run(connection, run_id, {**started, **values}, values)
+            _upsert_run(connection, run_id, {**started, **values}, values, kind=kind)
             _delete_children(connection, run_id, *_CHILDREN)
 
     @contextmanager
@@ -438,18 +455,40 @@ def _update_run(connection: Connection, run_id: str, values: dict[str, Any]) -> 
 
 
 def _upsert_run(
-    connection: Connection, run_id: str, values: dict[str, Any], on_conflict: dict[str, Any]
+    connection: Connection,
+    run_id: str,
+    values: dict[str, Any],
+    on_conflict: dict[str, Any],
+    *,
+    kind: str | None,
 ) -> None:
     """Insert the run with ``values``, or, when it exists, set ``on_conflict`` on it: in one
     statement, so that processes creating the same run at once all succeed (the last wins)
-    instead of all but one failing on the primary key."""
+    instead of all but one failing on the primary key. ``kind``: the existing run must be of
+    this kind (else nothing is written and ``StoreError`` says so); ``None``: any kind."""
     dialect = connection.dialect.name
     if dialect not in _UPSERTS:
         raise StoreError(f"the results store runs on SQLite or PostgreSQL, not {dialect}")
     statement = _UPSERTS[dialect](Run).values(run_id=run_id, **values)
-    connection.execute(
-        statement.on_conflict_do_update(index_elements=[Run.run_id], set_=on_conflict)
-    )
+    same_kind = None if kind is None else Run.__table__.c.kind == kind
+    # RETURNING, not the row count: psycopg gives -1 for an upsert's.
+    written = connection.execute(
+        statement.on_conflict_do_update(
+            index_elements=[Run.run_id], set_=on_conflict, where=same_kind
+        ).returning(Run.run_id)
+    ).first()
+    if written is None:
+        stored = connection.execute(select(Run.kind).where(Run.run_id == run_id)).scalar_one()
+        raise StoreError(kind_clash(run_id, stored, kind or stored))
+
+
+def kind_clash(run_id: str, stored: str, kind: str) -> str:
+    """Why a run of ``kind`` may not take the id of a stored run of another kind."""
+    return f"run {run_id} is a {stored} run; a {kind} run cannot replace it"
+
+
+def _without(values: dict[str, Any], *names: str) -> dict[str, Any]:
+    return {key: value for key, value in values.items() if key not in names}
 
 
 _UPSERTS: dict[str, Callable[..., Any]] = {"postgresql": postgresql.insert, "sqlite": sqlite.insert}

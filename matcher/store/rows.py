@@ -101,6 +101,7 @@ def start_values(run: RunStart) -> Row:
         "dag_run_id": run.dag_run_id,
         "task_try": run.task_try,
         "engine": run.engine,
+        "overrides": None if run.overrides is None else list(run.overrides),
     }
 
 
@@ -211,6 +212,7 @@ def summary_fields(
         )
     fields["counts"] = MappingProxyType({k: row[k] for k in KINDS})
     fields["schema"] = schema_record(row["schema_diff"])
+    fields["overrides"] = overrides_record(row["overrides"])
     if expectations is None:
         fields["expectations_total"] = row["expectations_total"]
         fields["expectations_failed"] = row["expectations_failed"]
@@ -218,6 +220,17 @@ def summary_fields(
         fields["expectations_total"] = len(expectations)
         fields["expectations_failed"] = sum(not e.success for e in expectations)
     return fields
+
+
+def overrides_record(document: Any) -> tuple[str, ...]:
+    """The stored overrides as section names (the store is untrusted input: a value that is
+    not a list of names reads as overriding an unknown section, which keeps the gate
+    closed, rather than as none)."""
+    if document is None:
+        return ()
+    if isinstance(document, list) and all(isinstance(name, str) for name in document):
+        return tuple(document)
+    return ("(unreadable overrides)",)
 
 
 def schema_record(document: Any) -> SchemaDiff | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from matcher.gate import GateDecision
@@ -22,17 +23,25 @@ from parity.views.gate import decide
 
 
 def record_run_gate(
-    store: Store, run_id: str, spec: Spec, *, failed_tasks: Sequence[str] = ()
+    store: Store,
+    run_id: str,
+    spec: Spec,
+    *,
+    failed_tasks: Sequence[str] = (),
+    overrides: Sequence[str] = (),
 ) -> GateDecision:
     """Decide the gate of the completed run ``run_id`` under ``spec``'s gate policy (its
-    verdict, and its stored expectation results) and store the decision with the run.
-    ``failed_tasks``: tasks after the match that failed; they close the gate whatever the
-    verdict, and the reason names them first."""
+    verdict, its stored expectation results, and the overrides stored with it) and store the
+    decision with the run. ``failed_tasks``: tasks after the match that failed; they close
+    the gate whatever the verdict, and the reason names them first. ``overrides``: the
+    sections the run's plan overrode, counted even if the stored run lost them."""
     run = store.get_run(run_id)
     if run is None:
         raise UnknownRunError(f"cannot gate run {run_id!r}: there is no such run")
     if run.status != "completed":
         raise StoreError(f"cannot gate run {run_id!r}: it is {run.status}, not completed")
+    if not set(overrides) <= set(run.overrides):
+        run = replace(run, overrides=tuple(dict.fromkeys((*run.overrides, *overrides))))
     decision = decide(spec.gate, run, expected_suites=len(spec.expectations.suites))
     if failed_tasks:
         decision = GateDecision(False, f"{', '.join(failed_tasks)} failed; {decision.reason}")
@@ -58,7 +67,9 @@ def record_gate(plan: RunPlan, spec: Spec, failed_tasks: list[str]) -> dict[str,
         assert stored is not None
         if stored.status == "failed":
             return {"passed": False, "reason": f"the run failed: {stored.error}"}
-        decision = record_run_gate(store, plan.run_id, spec, failed_tasks=failed_tasks)
+        decision = record_run_gate(
+            store, plan.run_id, spec, failed_tasks=failed_tasks, overrides=plan.overridden
+        )
     return {"passed": decision.passed, "reason": decision.reason}
 
 
@@ -78,4 +89,5 @@ def plan_start(plan: RunPlan, started_at: dt.datetime | None = None) -> RunStart
         dag_run_id=dag_run_id,
         engine="spark",
         started_at=started_at,
+        overrides=plan.overridden,
     )

@@ -21,6 +21,12 @@ run's ``candidate_application``, and any ``module:function`` its ``dependence`` 
 (``AdhocPolicy``: application roots in ``PARITY_ADHOC_APPLICATION_ROOTS``, module prefixes
 in ``PARITY_ADHOC_MODULE_PREFIXES``, set where the workers run, never by a trigger).
 
+A run whose parameters replace the spec's ``equality`` or ``dependence`` with a different
+section is recorded with them (``RunPlan.overridden``, stored with the run): its verdict
+answers under rules the trigger chose, and the gate stays closed on it unless the spec's
+``gate.allow_overrides`` says otherwise (``matcher.gate``). An override equal to the spec's
+own section changes nothing and is not counted.
+
 Pure: no Airflow, no Spark, no storage access except ``prepare_workspace``, the
 existence checks of ``check_files`` and the resolution of an ad-hoc application's path.
 """
@@ -42,8 +48,9 @@ import yaml
 from pydantic import ValidationError
 
 from matcher import uris
-from matcher.errors import SpecError
+from matcher.errors import ConfigurationError, SpecError
 from matcher.files import locations
+from matcher.gate import OVERRIDABLE
 from matcher.spec import ApplicationSpec, Spec, function_refs, parse_spec, parse_yaml
 from matcher.spec_problems import first_problem
 from matcher.store.run_ids import pipeline_run_id
@@ -187,10 +194,14 @@ class RunPlan:
     reference_version: str | None
     candidate_version: str | None
     jobs: Mapping[str, SparkJob]
+    #: the sections of ``overrides`` that differ from the spec's own (``OVERRIDABLE``
+    #: order): what the run is stored with, and what closes its gate
+    overridden: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         document = {f.name: getattr(self, f.name) for f in fields(self)}
         document["overrides"] = dict(self.overrides)
+        document["overridden"] = list(self.overridden)
         document["slice"] = dict(self.slice)
         document["jobs"] = {name: job.to_dict() for name, job in self.jobs.items()}
         return document
@@ -199,6 +210,8 @@ class RunPlan:
     def from_dict(cls, data: Mapping[str, Any]) -> RunPlan:
         values = dict(data)
         values["overrides"] = MappingProxyType(dict(data["overrides"]))
+        # A plan from before ``overridden`` existed: every override counts (the safe side).
+        values["overridden"] = tuple(data.get("overridden", sorted(data["overrides"])))
         values["slice"] = MappingProxyType(dict(data["slice"]))
         values["jobs"] = MappingProxyType(
             {name: SparkJob.from_dict(job) for name, job in data["jobs"].items()}
@@ -227,7 +240,7 @@ def plan_run(
     reference, candidate = _applications(spec, params, policy, root)
     root_dir = workspace_root or workspace_root_of(home)
     run_dir = workspace(root_dir, context.dag_id, context.dag_run_id)
-    overrides = _overrides(spec, params, root, policy)
+    overrides, overridden = _overrides(spec, params, root, policy)
     dirs = {name: uris.join(run_dir, name) for name in DIRECTORIES}
     chosen = _slice(spec, context, params, root)
     jobs = {
@@ -256,6 +269,7 @@ def plan_run(
         reference_version=reference.version,
         candidate_version=params.get("candidate_version") or candidate.version,
         jobs=MappingProxyType(jobs),
+        overridden=overridden,
     )
     match_conf = {**spec.airflow.spark_conf, **spec.airflow.match_conf}
     jobs["match"] = _build_match_job(plan, context, root, match_conf)
@@ -272,12 +286,17 @@ def job_for(plan: RunPlan, name: str, task_try: int | None = None) -> SparkJob:
 
 
 def workspace_root_of(home: Path, environ: Mapping[str, str] = os.environ) -> str:
-    """``$PARITY_WORKSPACE`` (a path or a URI Spark writes to) when set, else
-    ``home/runs``."""
+    """``$PARITY_WORKSPACE`` (an absolute path, ``file:///...``, or a URI of shared storage
+    Spark writes to: ``uris.check_root``) when set, else ``home/runs``. Any other value is a
+    one-line ``ConfigurationError`` naming the variable: a relative or malformed root would
+    have runs write below whatever directory the worker runs in."""
     named = environ.get(WORKSPACE_VARIABLE, "").strip()
     if not named:
         return str(home / "runs")
-    return named if uris.is_uri(named) else str(Path(named).expanduser())
+    try:
+        return uris.check_root(named)
+    except ValueError as exc:
+        raise ConfigurationError(f"{WORKSPACE_VARIABLE}: {exc}") from None
 
 
 def workspace(root: str, dag_id: str, dag_run_id: str) -> str:
@@ -395,20 +414,23 @@ def _applications(
 
 def _overrides(
     spec: Spec, params: Mapping[str, Any], root: Path, policy: AdhocPolicy
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The sections the run overrides, validated as the whole spec would be (an equality
-    must still suit the dependence), so that a bad one fails before Spark starts. Their
+    must still suit the dependence), so that a bad one fails before Spark starts, and those
+    of them that differ from the spec's own once parsed (``OVERRIDABLE`` order). Their
     functions are checked against the policy before any is imported: importing runs code."""
     overrides = {k: params[k] for k in ("dependence", "equality") if k in params}
-    if overrides:
-        path = _spec_path(spec, root)
-        data = {**parse_yaml(path.read_text(encoding="utf-8"), spec.source), **overrides}
-        source = f"params ({' and '.join(overrides)} over {spec.source})"
-        for key, ref in function_refs(data, source).items():
-            if ref not in spec.functions:
-                policy.check_function(f"params.{key}", ref)
-        parse_spec(data, source, base_dir=path.parent)
-    return overrides
+    if not overrides:
+        return overrides, ()
+    path = _spec_path(spec, root)
+    data = {**parse_yaml(path.read_text(encoding="utf-8"), spec.source), **overrides}
+    source = f"params ({' and '.join(overrides)} over {spec.source})"
+    for key, ref in function_refs(data, source).items():
+        if ref not in spec.functions:
+            policy.check_function(f"params.{key}", ref)
+    effective = parse_spec(data, source, base_dir=path.parent)
+    changed = {k for k in overrides if getattr(effective, k) != getattr(spec, k)}
+    return overrides, tuple(k for k in OVERRIDABLE if k in changed)
 
 
 def _same_file(given: str, own: str, root: Path) -> bool:

@@ -35,14 +35,15 @@ def stored_decision(store: Store, run_id: str) -> GateDecision:
 
 
 def decide(policy: GateSpec, run: RunRecord, *, expected_suites: int = 0) -> GateDecision:
-    """The gate's decision on a stored run (``matcher.gate.evaluate`` on its verdict and
-    expectation results)."""
+    """The gate's decision on a stored run (``matcher.gate.evaluate`` on its verdict,
+    expectation results and the overrides its trigger made)."""
     return evaluate(
         policy,
         run.verdict,
         expectations_passed(run),
         expected_suites=expected_suites,
         empty=empty_outputs(run.stats),
+        overrides=run.overrides,
     )
 
 
@@ -99,6 +100,10 @@ class GateStatus:
             lines.append(f"versions: {versions}, reference {run.reference_version or '-'}")
             counts = ", ".join(f"{kind} {n}" for kind, n in run.counts.items() if n)
             lines.append(f"verdict: {run.verdict}" + (f" ({counts})" if counts else ""))
+            if run.overrides:
+                lines.append(
+                    f"overrides: {', '.join(run.overrides)} (the trigger's, not the spec's)"
+                )
             if run.noise and isinstance(run.noise.get("summary"), str):
                 lines.append(f"noise: {run.noise['summary']}")
             failed = sum(not e.success for e in run.expectations)
@@ -183,6 +188,7 @@ def _summary_document(run: RunSummary) -> dict[str, Any]:
         "finished_at": run.finished_at,
         "gate_passed": run.gate_passed,
         "gate_reason": run.gate_reason,
+        "overrides": list(run.overrides),
     }
 
 
