@@ -21,6 +21,7 @@ from matcher import uris
 from matcher.errors import ParityError, SpecError
 from matcher.failures import internal_error_line
 from matcher.files import locations
+from matcher.printable import error_line, printable
 from matcher.spark.failures import known_failure
 from matcher.spec import Spec, load_spec, parse_spec, parse_yaml
 
@@ -56,9 +57,9 @@ def load_spec_at(location: str) -> Spec:
 
 
 def fail(job: str, exc: BaseException) -> int:
-    """Print ``JOB: error: MESSAGE`` (whitespace folded to one line); the exit code, 2."""
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    print(f"{job}: error: {message}", file=sys.stderr)
+    """Print ``JOB: error: MESSAGE`` (whitespace folded to one line, control characters
+    escaped: ``matcher.printable``); the exit code, 2."""
+    print(error_line(job, str(exc).strip() or type(exc).__name__), file=sys.stderr)
     return EXIT_ERROR
 
 
@@ -80,5 +81,5 @@ def run_job(
         known = known_failure(exc, functions)
         if known is not None:
             return fail(job, known)
-        print(internal_error_line(exc, job), file=sys.stderr)
+        print(printable(internal_error_line(exc, job)), file=sys.stderr)
         return EXIT_ERROR

@@ -26,7 +26,9 @@ With ``--rerun-reference`` (the reference run again, with other partition counts
 reference is first compared with its rerun: where they differ is noise, and a candidate
 whose every divergence lies in that noise is ``noisy`` rather than ``divergent``
 (``matcher.noise`` states the rule). ``--report-dir`` receives ``match.json`` (the verdict
-document ``--json-out`` writes) and becomes the run's ``report_path``.
+document ``--json-out`` writes) and becomes the run's ``report_path``. Both documents are
+written under a temporary name first and put in place only after the store committed the
+run, never through or over a symbolic link, device or FIFO (``matcher.files.output_paths``).
 
 Exit codes: 0 equivalent, 1 divergent or noisy, 2 error; with ``--record-only`` (the Airflow
 pipeline: its gate decides later), 0 whenever a verdict was recorded. Exit 1 means divergent
@@ -53,13 +55,16 @@ from matcher.errors import InputError
 from matcher.failures import check_text_arguments
 from matcher.files import locations
 from matcher.files.compare import compare_files_with_noise
+from matcher.files.output_paths import StagedOutput, StagedRemote, stage_output
 from matcher.noise import NOISE_LIMIT, NoisyComparison
+from matcher.printable import printable
 from matcher.serialize import json_safe
 from matcher.spark.failures import known_failure
 from matcher.spec import ApplicationSpec, Spec
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
 from matcher.store.records import COMPARISON, MATCHED_KINDS
 from matcher.store.run_ids import adhoc_run_id, pipeline_run_id
+from matcher.user_code import note_interrupts
 
 EXIT_EQUIVALENT, EXIT_DIVERGENT, EXIT_ERROR = 0, 1, 2
 TRIGGERS = ("scheduled", "adhoc", "manual", "cli")
@@ -268,6 +273,7 @@ def verdict_document(run_id: str, result: NoisyComparison) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    note_interrupts()  # a KeyboardInterrupt from a spec's function is not a Ctrl-C
     args = parse_args(argv)
     return run_job("match", lambda: run(args))
 
@@ -283,15 +289,25 @@ def run(args: argparse.Namespace) -> int:
         raise
     runs = spec.noise.reference_runs
     if runs > 1 and not args.rerun_reference:
-        print(f"match: note: noise.reference_runs is {runs} but no --rerun-reference was given")
+        say(f"match: note: noise.reference_runs is {runs} but no --rerun-reference was given")
     try:
         # The heartbeat renews the run's lease: if this process is killed, the run reads as
         # failed once the lease expires (matcher.store.lease), instead of running forever.
         with store.running(start), Heartbeat(store, start.run_id):
             result = compare(args, spec)
-            # Written before the run is recorded: a file that cannot be written fails the run.
-            _write_documents(args, verdict_document(start.run_id, result))
-            store.record_run(start.run_id, build_outcome(result, args.report_dir, args.extra_stats))
+            # Staged before the run is recorded (a file that cannot be written fails the run),
+            # placed only once the store holds the verdict: a kill in between leaves no
+            # finished document beside a run that reads failed.
+            staged = stage_documents(args, verdict_document(start.run_id, result))
+            try:
+                outcome = build_outcome(result, args.report_dir, args.extra_stats)
+                store.record_run(start.run_id, outcome)
+                for document in staged:
+                    document.place()
+            except BaseException:
+                for document in staged:
+                    document.discard()
+                raise
     except Exception as exc:  # Spark's errors and a spec's function: translate at the boundary
         known = known_failure(exc, spec.functions)
         if known is None or known is exc:
@@ -301,11 +317,11 @@ def run(args: argparse.Namespace) -> int:
         store.close()
     verdict = result.verdict
     counts = ", ".join(f"{kind} {n}" for kind, n in verdict.counts.items())
-    print(f"match: {start.run_id}: {result.status} ({counts}) in {result.seconds:.1f}s")
+    say(f"match: {start.run_id}: {result.status} ({counts}) in {result.seconds:.1f}s")
     if verdict.schema is not None and verdict.schema.findings:
-        print(f"match: schema: {verdict.schema.summary()} under {verdict.schema.mode}")
+        say(f"match: schema: {verdict.schema.summary()} under {verdict.schema.mode}")
     if result.report is not None:
-        print(f"match: noise: {result.report.summary()}")
+        say(f"match: noise: {result.report.summary()}")
     return exit_code(result.status, record_only=args.record_only)
 
 
@@ -333,7 +349,7 @@ def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
     let_cached_plans_coalesce(spark)
     partitions = fit_shuffle_partitions(spark, outputs)
     if partitions is not None:
-        print(f"match: note: small outputs: {partitions} shuffle partitions")
+        say(f"match: note: small outputs: {partitions} shuffle partitions")
     return compare_with_noise(
         spark,
         spec,
@@ -346,18 +362,36 @@ def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
     )
 
 
+def say(line: str) -> None:
+    """Print one line of the job's log, control characters escaped: run ids, column names
+    and noisy keys are users' and their data's text (``matcher.printable``)."""
+    print(printable(line))
+
+
 def exit_code(status: str, *, record_only: bool) -> int:
     """0 when equivalent (or, with ``--record-only``, whenever recorded), else 1."""
     return EXIT_EQUIVALENT if record_only or status == "equivalent" else EXIT_DIVERGENT
 
 
-def _write_documents(args: argparse.Namespace, document: Mapping[str, Any]) -> None:
+def stage_documents(
+    args: argparse.Namespace, document: Mapping[str, Any]
+) -> list[StagedOutput | StagedRemote]:
+    """The verdict document staged for ``--json-out`` and ``--report-dir``'s ``match.json``
+    (``matcher.files.output_paths``: never through or over a symbolic link, device or
+    FIFO); ``place()`` each once the run is recorded."""
     text = json.dumps(json_safe(document), allow_nan=False, ensure_ascii=False) + "\n"
-    targets = [args.json_out] if args.json_out else []
+    targets = [(args.json_out, "--json-out")] if args.json_out else []
     if args.report_dir:
-        targets.append(uris.join(args.report_dir, REPORT_FILE))
-    for target in targets:
-        locations.write_text(target, text)
+        targets.append((uris.join(args.report_dir, REPORT_FILE), "--report-dir"))
+    staged: list[StagedOutput | StagedRemote] = []
+    try:
+        for target, what in targets:
+            staged.append(stage_output(target, text, what))
+    except BaseException:
+        for done in staged:
+            done.discard()
+        raise
+    return staged
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from matcher.relation import (
     single_route,
 )
 from matcher.typed import EventType, Typed, WithBarriers
+from matcher.user_code import guarded
 
 __all__ = [
     "ByKey",
@@ -159,7 +160,7 @@ class Punctuation(Dependence):
         timestamp: str,
         punctuation_columns: Iterable[str] | None = None,
     ) -> None:
-        self._is_punctuation = is_punctuation
+        self._is_punctuation = guarded(is_punctuation)  # a spec's function: matcher.user_code
         self.timestamp = timestamp
         self.columns = frozenset(punctuation_columns or ()) | frozenset([timestamp])
 
@@ -197,12 +198,13 @@ class Predicate(Dependence):
     """Any symmetric ``fn(x, y) -> bool``; ``columns`` names what it reads, if known."""
 
     def __init__(self, fn: Relation, columns: Iterable[str] | None = None, name: str = "") -> None:
-        self._fn = fn
-        self.columns = None if columns is None else frozenset(columns)
         self.name = name or getattr(fn, "__qualname__", "predicate")
+        # a spec's function: a sys.exit() in it or a result not a bool is an error naming it
+        self._fn: Relation = guarded(fn, bool, name or None)
+        self.columns = None if columns is None else frozenset(columns)
 
     def depends(self, x: Event, y: Event) -> bool:
-        return bool(self._fn(x, y))
+        return self._fn(x, y)
 
     def new_pool(self, equality: Equality) -> Pool:
         return GeneralPool(equality, self._fn)
@@ -258,7 +260,7 @@ def with_barriers(
 
     ``columns``: what ``is_barrier`` reads, so that the equality can be checked against it.
     """
-    return WithBarriers(base, is_barrier, columns)
+    return WithBarriers(base, guarded(is_barrier), columns)
 
 
 def typed(
@@ -269,7 +271,7 @@ def typed(
 ) -> Dependence:
     """Typed events (``classify`` is a column name or a function giving the type name) with
     a dependence graph between types; see ``Typed``."""
-    return Typed(classify, types, edges, classify_columns)
+    return Typed(guarded(classify, str), types, edges, classify_columns)
 
 
 def punctuation(

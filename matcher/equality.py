@@ -55,7 +55,8 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
-from matcher.errors import IncompatibleEqualityError, SpecError
+from matcher.errors import IncompatibleEqualityError, InputError, SpecError
+from matcher.user_code import guarded
 
 Event = Mapping[str, Any]
 EqualityFunction = Callable[[Event, Event], bool]
@@ -185,7 +186,24 @@ def same(x: Any, y: Any, nan_equal: bool = True, tolerance: Tolerance | None = N
     return _same(x, y, nan_equal, tolerance)
 
 
-def _same(x: Any, y: Any, nan_equal: bool, tolerance: Tolerance | None) -> bool:
+#: How deeply arrays, maps and structs may nest in a value the matcher compares or hashes
+#: (``same``, ``freeze``): deeper, an ``InputError`` says so in one line. A stated bound
+#: rather than Python's recursion limit met by accident (which fell from about 480 levels
+#: to under 400 as the code's stack grew): each level costs one frame, so the bound holds
+#: well inside the limit of 1,000 frames.
+MAX_NESTING = 480
+
+
+def too_deep() -> InputError:
+    """The error for a value nested deeper than ``MAX_NESTING``."""
+    return InputError(
+        f"a value is nested deeper than {MAX_NESTING} levels (arrays, maps and structs): "
+        "too deep to compare"
+    )
+
+
+def _same(x: Any, y: Any, nan_equal: bool, tolerance: Tolerance | None, depth: int = 0) -> bool:
+    # Loops, not all(generator): a generator's frame would double the stack per level.
     kx, ky = _kind(x), _kind(y)
     if kx in _NUMBERS and ky in _NUMBERS:
         if tolerance is None and {kx, ky} == _DECIMAL_FLOAT:
@@ -199,28 +217,43 @@ def _same(x: Any, y: Any, nan_equal: bool, tolerance: Tolerance | None) -> bool:
     if kx != ky:
         return False
     if kx == _ARRAY:
-        return len(x) == len(y) and all(
-            _same(a, b, nan_equal, tolerance) for a, b in zip(x, y, strict=True)
-        )
+        if len(x) != len(y):
+            return False
+        if depth >= MAX_NESTING:
+            raise too_deep()
+        for a, b in zip(x, y, strict=True):  # noqa: SIM110 (one frame per level)
+            if not _same(a, b, nan_equal, tolerance, depth + 1):
+                return False
+        return True
     if kx == _MAP:  # an absent key reads as null
-        return all(_same(v, y.get(k), nan_equal, tolerance) for k, v in x.items()) and all(
-            v is None or k in x for k, v in y.items()
-        )
+        if depth >= MAX_NESTING:
+            raise too_deep()
+        for k, v in x.items():
+            if not _same(v, y.get(k), nan_equal, tolerance, depth + 1):
+                return False
+        return all(v is None or k in x for k, v in y.items())
     return kx == _NULL or bool(x == y)
 
 
-def freeze(value: Any) -> Any:
+def freeze(value: Any, depth: int = 0) -> Any:
     """A hashable, NaN-stable stand-in for a value (lists, dicts and NaN included) that values
     equal by ``same`` share: a mapping's null entries are left out, as ``same`` reads an
-    absent key as null."""
+    absent key as null. At most ``MAX_NESTING`` levels deep (one frame per level)."""
     if isinstance(value, float) and value != value:
         return NAN
-    if isinstance(value, (list, tuple)):
-        return tuple(freeze(v) for v in value)
-    if isinstance(value, Mapping):
-        return tuple(sorted((str(k), freeze(v)) for k, v in value.items() if v is not None))
-    if isinstance(value, (set, frozenset)):
-        return frozenset(freeze(v) for v in value)
+    if isinstance(value, (list, tuple, Mapping, set, frozenset)):
+        if depth >= MAX_NESTING:
+            raise too_deep()
+        if isinstance(value, Mapping):
+            pairs = []
+            for k, v in value.items():
+                if v is not None:
+                    pairs.append((str(k), freeze(v, depth + 1)))
+            return tuple(sorted(pairs))
+        items = []
+        for v in value:
+            items.append(freeze(v, depth + 1))
+        return frozenset(items) if isinstance(value, (set, frozenset)) else tuple(items)
     if isinstance(value, bytearray):
         return bytes(value)
     return value
@@ -251,6 +284,9 @@ class Equality:
     function: EqualityFunction | None = None
     function_name: str | None = None
     _plain: bool = field(init=False, repr=False, compare=False, default=False)
+    #: ``function`` as the matcher calls it (``matcher.user_code``): a ``sys.exit()`` in it or
+    #: a result that is not a bool is an error naming it, never a verdict
+    _call: Any = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         for column, steps in self.normalize.items():
@@ -270,6 +306,7 @@ class Equality:
             and self.nan_equal
         )
         object.__setattr__(self, "_plain", plain)
+        object.__setattr__(self, "_call", guarded(self.function, bool, self.function_name))
 
     @property
     def is_plain(self) -> bool:
@@ -319,7 +356,7 @@ class Equality:
 
     def equal(self, a: Event, b: Event) -> bool:
         if self.function is not None:
-            return bool(self.function(a, b))
+            return self._call(a, b)  # type: ignore[no-any-return]
         if self._plain and a == b:
             # ``==`` is the rules' verdict when each column holds one class on both sides,
             # none of them a container (``true == 1`` and ``[true] == [1]`` are not)

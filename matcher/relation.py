@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
-from matcher.equality import NAN, Equality, Event
+from matcher.equality import MAX_NESTING, NAN, Equality, Event, too_deep
 from matcher.errors import InputError, SpecError
 from matcher.pools import Pool
 
@@ -108,25 +108,33 @@ class _MapTag:
 _MAP = _MapTag()
 
 
-def key_form(value: Any) -> Hashable:
+def key_form(value: Any, depth: int = 0) -> Hashable:
     """A hashable stand-in for a key value, equal exactly when the values are equal: every
     NaN is one key, lists become tuples, a map (or struct) its entries sorted by key.
 
     Events hold arrays as lists, structs and maps as dicts (a Spark ``Row`` is a tuple),
     whichever engine read them; a key must hash to group events by key. The Spark engine
-    groups the same way in SQL (``matcher.spark.grouped_sql.group_key``)."""
+    groups the same way in SQL (``matcher.spark.grouped_sql.group_key``). At most
+    ``MAX_NESTING`` levels deep, each one frame (loops, not comprehensions)."""
     if value.__class__ in _SCALARS:
         return value  # type: ignore[no-any-return]
     if isinstance(value, float):
         return NAN if value != value else value
-    if isinstance(value, list | tuple):
-        return tuple(map(key_form, value))
+    if isinstance(value, list | tuple | Mapping | set | frozenset) and depth >= MAX_NESTING:
+        raise too_deep()
+    if isinstance(value, list | tuple | set | frozenset):
+        items = []
+        for item in value:
+            items.append(key_form(item, depth + 1))
+        return frozenset(items) if isinstance(value, set | frozenset) else tuple(items)
     if isinstance(value, Mapping):
-        entries = [(key_form(k), key_form(v)) for k, v in value.items()]
+        entries = []
+        for k, v in value.items():
+            entries.append((key_form(k, depth + 1), key_form(v, depth + 1)))
         entries.sort(key=_entry_order)
-        return (_MAP, tuple(entries))
-    if isinstance(value, set | frozenset):
-        return frozenset(map(key_form, value))
+        # flat, (tag, k1, v1, k2, v2, ...): one tuple per level, as hashing and comparing
+        # keys recurses in C once per tuple level (a key at MAX_NESTING must not overflow)
+        return (_MAP, *(part for entry in entries for part in entry))
     if isinstance(value, bytearray | memoryview):
         return bytes(value)
     try:

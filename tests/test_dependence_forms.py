@@ -28,7 +28,7 @@ from matcher.dependence import (
     unordered,
     with_barriers,
 )
-from matcher.errors import ParityError
+from matcher.errors import ParityError, UserCodeError
 
 T, F = True, False
 
@@ -275,8 +275,9 @@ def test_predicate() -> None:
         [T, T, T, F, F],
         [T, T, T, F, F],
     ]
-    # a truthy non-bool result is a bool
-    assert predicate(lambda x, y: 1).depends({}, {}) is True
+    # a truthy non-bool result is an error naming the function, never read as a dependence
+    with pytest.raises(UserCodeError, match=r"returned int 1, expected a bool"):
+        predicate(lambda x, y: 1).depends({}, {})
 
 
 def test_describe() -> None:

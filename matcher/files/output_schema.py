@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from matcher.columns import Group, check_groups, join, name_problem
+from matcher.equality import MAX_NESTING, too_deep
 from matcher.errors import InputError
 from matcher.files.columnar import JsonBatch
 from matcher.files.readers import (
@@ -239,8 +240,11 @@ Inferred = Any
 _NULL = "void"
 
 
-def json_type(value: Any) -> Inferred:
-    """The type Spark's JSON reader gives one value (``void``: null, until merged)."""
+def json_type(value: Any, depth: int = 0) -> Inferred:
+    """The type Spark's JSON reader gives one value (``void``: null, until merged). Every
+    value read from JSON passes here first: a value nested deeper than the matcher compares
+    (``matcher.equality.MAX_NESTING``) is refused here, in one line, before anything else
+    recurses into it."""
     if value is None:
         return _NULL
     if isinstance(value, bool):
@@ -252,13 +256,18 @@ def json_type(value: Any) -> Inferred:
         return f"decimal({digits},0)" if digits <= 38 else "double"
     if isinstance(value, float):
         return "double"
+    if isinstance(value, list | dict) and depth >= MAX_NESTING:
+        raise too_deep()
     if isinstance(value, list):
         element: Inferred = _NULL
         for item in value:
-            element = merge(element, json_type(item))
+            element = merge(element, json_type(item, depth + 1))
         return ("array", element)
     if isinstance(value, dict):
-        return ("struct", tuple(sorted((str(k), json_type(v)) for k, v in value.items())))
+        fields = []
+        for k, v in value.items():  # a loop, not a generator: one frame per level
+            fields.append((str(k), json_type(v, depth + 1)))
+        return ("struct", tuple(sorted(fields)))
     return "string"
 
 
@@ -284,18 +293,21 @@ def merge(a: Inferred, b: Inferred) -> Inferred:
 
 
 def _inferred_groups(path: str, fields: Iterable[tuple[str, Inferred]]) -> Iterator[Group]:
-    """The places of an inferred struct's fields (``matcher.columns``)."""
-    fields = list(fields)
-    yield path, [name for name, _ in fields]
-    for name, type_ in fields:
-        yield from _inferred_type_groups(join(path, name), type_)
-
-
-def _inferred_type_groups(path: str, type_: Inferred) -> Iterator[Group]:
-    if isinstance(type_, tuple) and type_[0] == "struct":
-        yield from _inferred_groups(path, type_[1])
-    elif isinstance(type_, tuple) and type_[0] == "array":
-        yield from _inferred_type_groups(path + "[]", type_[1])
+    """The places of an inferred struct's fields (``matcher.columns``), depth first, each
+    struct before the ones inside it: a loop over a stack rather than recursion, as a type
+    nests as deeply as the values it was inferred from (``MAX_NESTING``)."""
+    pending: list[tuple[str, tuple[tuple[str, Inferred], ...]]] = [(path, tuple(fields))]
+    while pending:
+        path, struct = pending.pop()
+        yield path, [name for name, _ in struct]
+        inner = []
+        for name, type_ in struct:
+            place = join(path, name)
+            while isinstance(type_, tuple) and type_[0] == "array":
+                type_, place = type_[1], place + "[]"
+            if isinstance(type_, tuple) and type_[0] == "struct":
+                inner.append((place, type_[1]))
+        pending.extend(reversed(inner))
 
 
 def _numeric(type_: str) -> bool:
@@ -308,4 +320,7 @@ def render(type_: Inferred) -> str:
         return "string" if type_ == _NULL else type_
     if type_[0] == "array":
         return f"array<{render(type_[1])}>"
-    return _struct((name, render(t)) for name, t in type_[1])
+    fields = []
+    for name, t in type_[1]:  # a loop, not a generator: one frame per level
+        fields.append((name, render(t)))
+    return _struct(fields)

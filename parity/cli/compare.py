@@ -9,7 +9,8 @@ dependence key (``matcher.spark.outputs``); ``auto`` takes Spark when either out
 directory. An output may be a store's URI (``s3a://``, ``hdfs://``, ``file://``): Spark reads
 it where it is, the core from a temporary local copy. Exit 0 equivalent, 1 divergent, 2
 error. A spec with ``properties:`` is first held against the stored properties runs of its
-operators: a warning line on stderr for each it contradicts (``--db``: that store). On a
+operators: a warning line on stderr for each it contradicts (``--db``: that store; one that
+cannot be read is an error, exit 2, since the spec asks for the check). On a
 terminal, stderr shows which step runs and for how long (``parity.cli.progress``;
 ``--progress``/``--no-progress`` to choose).
 """
@@ -34,6 +35,7 @@ from matcher.verdict import Verdict
 from parity.cli.commands import SUMMARY
 from parity.cli.progress import Progress, add_progress_option
 from parity.cli.render import Comparison, render_json, render_text
+from parity.views.printable import printable
 
 EXIT_EQUIVALENT = 0
 EXIT_DIVERGENT = 1
@@ -92,7 +94,7 @@ def run_compare(args: argparse.Namespace, out: TextIO) -> int:
         if spec.properties:
             progress.step("holding the spec against the stored properties runs")
         for line in property_warnings(spec, getattr(args, "db", None)):
-            print(line, file=sys.stderr)
+            print(printable(line), file=sys.stderr)
         return _run_guarded(spec, args, out, progress)
 
 
@@ -111,18 +113,29 @@ def _run_guarded(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Pr
 def property_warnings(spec: Spec, db: str | None) -> list[str]:
     """The spec held against the stored properties runs of its ``properties:`` operators
     (``parity.views.properties``): a warning line each it contradicts. A spec without the
-    section never opens the store; a store that cannot be read warns of nothing (the
-    comparison does not need it)."""
+    section never opens the store. A SQLite store not created yet holds no properties run,
+    like a store where the operators were never tested: nothing to warn of. A spec with the
+    section asks for the check, so a store that exists but cannot be read (down, another
+    revision) is an error naming the section, before anything is compared: a check that
+    cannot run is never skipped without a word."""
     if not spec.properties:
         return []
     from matcher.store import Store, StoreError
+    from matcher.store.config import database_url
+    from matcher.store.engine import sqlite_file
     from parity.views.properties import spec_warnings
 
+    path = sqlite_file(database_url(db))
+    if path is not None and not path.exists():
+        return []
     try:
         with Store.open_readonly(db) as store:
             return spec_warnings(spec, store)
-    except StoreError:
-        return []
+    except StoreError as exc:  # the message masks the URL's password (matcher.store.errors)
+        raise StoreError(
+            f"{spec.source}: properties: cannot hold the spec against the stored properties "
+            f"runs: {exc} (remove the section, or point --db at the store that has them)"
+        ) from exc
 
 
 def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Progress) -> int:

@@ -15,7 +15,11 @@
 Exit codes: 0 equivalent, 1 divergent, 2 error (bad spec, unreadable output, bad usage,
 a spec's function that raised, a bug). Exit 1 means divergent and nothing else. An error
 is one line on stderr, ``parity: error: <message>``, never a traceback: the messages
-already name the file, key or line to fix. An unexpected exception is a bug in Parity:
+already name the file, key or line to fix. Every error line (argparse's usage errors too) has
+its control characters escaped (``matcher.printable``): a message may quote a hostile value
+or what a spec's function raised. A spec's function that calls ``sys.exit()`` or raises
+``KeyboardInterrupt`` is an error naming it (``matcher.user_code``); a real Ctrl-C is
+``parity: interrupted``, exit 130. An unexpected exception is a bug in Parity:
 ``parity: internal error: <exception> (a bug in Parity; traceback in <file>)``, the
 traceback written to that file in the temporary directory.
 
@@ -30,9 +34,11 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from matcher.errors import ParityError
+from matcher.printable import error_line, printable
+from matcher.user_code import note_interrupts
 from parity import __version__
 from parity.cli.commands import COMMANDS, EXIT_ERROR, SUMMARY
 
@@ -42,7 +48,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     module; every other subcommand is a name and its help line, so that ``parity
     --version``, ``--help`` and ``history`` do not pay for PySpark or the comparison's
     imports. ``None`` (no subcommand given) builds none."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="parity",
         description="Decide whether a candidate pipeline's output is equivalent to the "
         "reference's, up to the reorderings its consumer does not care about.",
@@ -59,6 +65,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its usage errors escaped: they quote the arguments as given, and an
+    argument may hold an escape sequence. Subparsers are built of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(printable(message))
+
+
 def _command_of(arguments: Sequence[str]) -> str | None:
     """The subcommand named: the first argument that is not an option (``parity`` itself
     takes no option with a value)."""
@@ -69,12 +83,13 @@ def _command_of(arguments: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (the console script exits with it)."""
     arguments = sys.argv[1:] if argv is None else list(argv)
+    note_interrupts()  # a KeyboardInterrupt from a spec's function is not a Ctrl-C
     try:
         args = build_parser(_command_of(arguments)).parse_args(arguments)
     except SystemExit as exc:  # --help, --version and usage errors (argparse exits 2)
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
-        if args.command != "compare":  # compare's arguments are paths, any bytes will do
+        if args.command not in ("compare", "windows"):  # paths: any bytes will do
             from matcher.failures import check_text_arguments
 
             check_text_arguments(arguments)
@@ -97,13 +112,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         known = known_failure(exc)
         if known is not None:
             return _error(known)
-        print(internal_error_line(exc, "parity"), file=sys.stderr)
+        print(printable(internal_error_line(exc, "parity")), file=sys.stderr)
         return EXIT_ERROR
 
 
 def _error(exc: BaseException) -> int:
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    print(f"parity: error: {message}", file=sys.stderr)
+    """The one way an error reaches stderr: one line, control characters escaped (an
+    exception's text may quote a hostile value or what a spec's function raised)."""
+    print(error_line("parity", str(exc).strip() or type(exc).__name__), file=sys.stderr)
     return EXIT_ERROR
 
 

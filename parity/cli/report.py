@@ -4,7 +4,10 @@
 
 Without options it prints a short summary; ``--json`` prints the report document
 (``parity.views.report.report_document``) as one JSON object; ``--html PATH`` writes the
-self-contained page (``-`` for standard output). An unknown run id is an error (exit 2).
+self-contained page (``-`` for standard output, then without ``--json``: two documents on
+one stream would be neither). The page is written whole, and only to a new file or over a
+regular file with one link: a symbolic link, device, FIFO or folder at PATH is refused
+(``matcher.files.output_paths``). An unknown run id is an error (exit 2).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from matcher import uris
+from matcher.errors import OutputPathError
+from matcher.files.output_paths import check_output_path, write_output
 from parity.cli.commands import SUMMARY
 
 if TYPE_CHECKING:  # the store and Jinja2 are imported when the command runs
@@ -46,6 +51,13 @@ def add_report_parser(commands: Any) -> None:
 def run_report(args: argparse.Namespace, out: TextIO) -> int:
     from parity.views.report import render_report_html, report_document
 
+    if args.html == "-" and args.json:  # two documents on one stream: neither is readable
+        raise OutputPathError(
+            "report: --html - and --json would both write to standard output: give --html a "
+            "file name, or leave out one of them"
+        )
+    if args.html is not None and args.html != "-":
+        check_output_path(args.html, "--html")  # before the store is read: nothing to undo
     record = load_record(args.run_id, args.db)
     if args.html is not None:
         links = _relative_data_docs(record, args.html)
@@ -53,7 +65,7 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
         if args.html == "-":
             out.write(page)
         else:
-            _write_atomically(Path(args.html), page)
+            write_output(args.html, page, "--html")
             if not args.json:
                 out.write(f"wrote {args.html}\n")
     if args.json:
@@ -88,14 +100,3 @@ def _relative_data_docs(record: RunRecord, html: str) -> dict[str, str]:
     start = os.path.dirname(os.path.abspath(html))
     relative = Path(os.path.relpath(os.path.abspath(docs), start)).as_posix()
     return {DATA_DOCS_LINK: path_link(relative)}
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory: no half-written page is left."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise

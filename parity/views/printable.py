@@ -1,5 +1,6 @@
 """Text from users and their data, made safe to show: the one escape every command and
-page uses before a name, path, version, error or value reaches a terminal.
+page uses before a name, path, version, error or value reaches a terminal (``printable``
+itself lives in ``matcher.printable``, so that the jobs' error lines share it).
 
     printable("bad\x1b[2Jname")          # 'bad\\x1b[2Jname'
     show("a long value ...", width=40)   # "'a long value ...'", cut to 40 characters
@@ -10,18 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from matcher.printable import printable
 from matcher.serialize import json_safe
 
-
-def printable(text: str, *, keep: str = "") -> str:
-    """``text`` safe to show on a terminal: every character a terminal acts on or that
-    reorders what it shows (C0 and C1 controls, DEL, so every escape sequence; bidirectional
-    overrides and the other format characters; separators but the space) as its Python
-    escape, ``\\x1b``, ``\\u202e``. ``keep``: characters left as they are (``"\\n"`` where text
-    is printed line by line anyway)."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+__all__ = ["compact", "printable", "show"]
 
 
 def show(value: Any, *, width: int, documents: bool = False) -> str:
