@@ -314,7 +314,8 @@ def _import(ref: str, where: str, base_dir: str | Path | None) -> Callable[..., 
     try:
         importlib.invalidate_caches()
         target: object = importlib.import_module(module_name)
-    except Exception as exc:  # user code: any failure while importing it is a spec problem
+    except (Exception, SystemExit) as exc:  # user code: any failure while importing it (a
+        # sys.exit() too: it would end the command with its code) is a spec problem
         problem = " ".join(str(exc).split())
         raise SpecError(f"{where}: cannot import {ref!r}: {type(exc).__name__}: {problem}") from exc
     finally:
@@ -331,6 +332,13 @@ def _import(ref: str, where: str, base_dir: str | Path | None) -> Callable[..., 
 
 
 # --- YAML --------------------------------------------------------------------------------
+
+
+#: How deeply a spec's mappings and lists may nest (a real one nests about six levels).
+#: Checked on the parser's events, which come from a loop, before PyYAML's composer, which
+#: recurses per level and would otherwise meet Python's recursion limit (a RecursionError
+#: no caller expects, at a depth that depends on the caller's stack).
+MAX_SPEC_NESTING = 100
 
 
 class _Loader(yaml.SafeLoader):
@@ -359,6 +367,7 @@ _Loader.add_implicit_resolver(
 def parse_yaml(text: str, source: str) -> Any:
     """Parse YAML text; a syntax error becomes one line naming the file and line."""
     try:
+        _check_nesting(text, source)
         return yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -367,3 +376,18 @@ def parse_yaml(text: str, source: str) -> Any:
         raise SpecError(f"{source}: {where}YAML syntax error: {problem}") from exc
     except yaml.YAMLError as exc:
         raise SpecError(f"{source}: YAML syntax error: {' '.join(str(exc).split())}") from exc
+
+
+def _check_nesting(text: str, source: str) -> None:
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+            depth += 1
+            if depth > MAX_SPEC_NESTING:
+                line = f"line {event.start_mark.line + 1}: " if event.start_mark else ""
+                raise SpecError(
+                    f"{source}: {line}nested deeper than {MAX_SPEC_NESTING} levels: not a "
+                    "validation spec"
+                )
+        elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+            depth -= 1

@@ -29,13 +29,13 @@ from pydantic import (
 from matcher.errors import SpecError
 from matcher.formats import Format
 from matcher.gate import GateSpec
+from matcher.spec_bounds import MAX_INT, MAX_NAME, check_instant, check_plain_name
+from matcher.spec_bounds import parse_duration as parse_duration
 from matcher.spec_problems import first_problem, show
 
 DEPENDENCE_FORMS = ("unordered", "ordered", "key", "typed", "punctuation", "predicate")
 _REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
-_WINDOW = re.compile(r"^[1-9][0-9]*[smhdw]$")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 #: What an application's args may name: the slice, its output directory, the run workspace.
 PLACEHOLDERS = ("input", "output", "run_dir", "checkpoint")
 #: The reference rerun's default Spark configuration (over the reference's own): other
@@ -78,6 +78,12 @@ def _ref(value: str) -> str:
     return value
 
 
+def _bounded(value: str) -> str:
+    if len(value) > MAX_NAME:
+        raise ValueError(f"at most {MAX_NAME} characters, got {len(value)}")
+    return value
+
+
 Name = Annotated[str, Field(min_length=1)]
 Columns = Annotated[tuple[Name, ...], BeforeValidator(_listify), Field(min_length=1)]
 Text = Annotated[str, BeforeValidator(_text)]
@@ -91,10 +97,12 @@ class _Section(BaseModel):
 
 
 def spark_keys(conf: dict[str, str]) -> dict[str, str]:
-    """A Spark configuration whose every key Spark reads (``spark.``)."""
+    """A Spark configuration whose every key Spark reads (``spark.``) and is one plain
+    word: a key with a space or a line break is no key Spark has, only a typo or a trick."""
     for key in conf:
         if not key.startswith("spark."):
             raise ValueError(f"{key!r}: Spark ignores configuration keys not starting 'spark.'")
+        check_plain_name(key, "a Spark configuration key")
     return conf
 
 
@@ -108,7 +116,8 @@ class ApplicationSpec(_Section):
     jars: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
     args: tuple[Text, ...] = ()
     conf: dict[str, Text] = {}
-    version: str | None = None
+    #: the label the verdict is stored under (``parity gate --candidate``)
+    version: Annotated[str, AfterValidator(_bounded)] | None = None
 
     @field_validator("args")
     @classmethod
@@ -156,11 +165,6 @@ def placeholders(arg: str) -> set[str]:
     return names
 
 
-def parse_duration(text: str) -> dt.timedelta:
-    """``30m``, ``6h``, ``1d``, ``2w`` as a timedelta (the form ``SliceSpec.window`` checks)."""
-    return dt.timedelta(**{_UNITS[text[-1]]: int(text[:-1])})
-
-
 def _aware(value: dt.datetime | None) -> dt.datetime | None:
     if value is not None and (value.tzinfo is None or value.utcoffset() is None):
         raise ValueError(
@@ -169,7 +173,9 @@ def _aware(value: dt.datetime | None) -> dt.datetime | None:
     return value
 
 
-Instant = Annotated[dt.datetime, AfterValidator(_aware)]
+Instant = Annotated[dt.datetime, AfterValidator(_aware), AfterValidator(check_instant)]
+#: a seed or a count: what any store column and any ``--seed`` argument holds
+Seed = Annotated[int, Field(ge=0, le=MAX_INT)]
 
 
 class SliceSpec(_Section):
@@ -188,8 +194,8 @@ class SliceSpec(_Section):
     @field_validator("window")
     @classmethod
     def _window(cls, value: str | None) -> str | None:
-        if value is not None and not _WINDOW.match(value):
-            raise ValueError(f"expected a duration such as 30m, 6h, 1d or 2w, got {value!r}")
+        if value is not None:
+            parse_duration(value)  # the form and the bound (matcher.spec_bounds)
         return value
 
     @model_validator(mode="after")
@@ -251,6 +257,11 @@ class NoiseSpec(_Section):
     conf: dict[str, Text] = dict(RERUN_CONF)
     args: tuple[Text, ...] = ()
 
+    @field_validator("conf")
+    @classmethod
+    def _spark_keys(cls, conf: dict[str, str]) -> dict[str, str]:
+        return spark_keys(conf)
+
 
 class RecoverySpec(_Section):
     """A recovery validation (``parity recovery``): the ``application`` is a streaming job run
@@ -262,9 +273,9 @@ class RecoverySpec(_Section):
 
     crashes: Annotated[int, Field(ge=1, le=100)] = 5
     kill: Literal["driver", "executor"] = "driver"
-    seed: int = 1
+    seed: Seed = 1
     check: Literal["windows", "differential"] = "differential"
-    expected: Annotated[int, Field(ge=1)] | None = None
+    expected: Annotated[int, Field(ge=1, le=MAX_INT)] | None = None
     at_least_once: bool = False
     #: seconds for each run of the job (the crashed one with all its restarts)
     timeout: Annotated[int, Field(ge=10, le=86_400)] = 900
@@ -299,7 +310,7 @@ class PropertyTestSpec(_Section):
     shape: Literal["dataframe", "stream", "pair"] | None = None
     technique: str = "reuse"
     budget: Annotated[int, Field(ge=1, le=1000)] = 10
-    seed: int = 0
+    seed: Seed = 0
 
     @field_validator("technique")
     @classmethod
@@ -339,11 +350,17 @@ class AirflowSpec(_Section):
     def _spark_keys(cls, conf: dict[str, str]) -> dict[str, str]:
         return spark_keys(conf)
 
+    @field_validator("pool")
+    @classmethod
+    def _pool(cls, value: str) -> str:
+        # Airflow 3.3 takes any text up to 256 characters as a pool's name; a spec's pool is
+        # created by an operator on the command line, so a plain word is the useful rule.
+        return check_plain_name(value, "a pool name")
+
     @field_validator("task_timeout")
     @classmethod
     def _timeout(cls, value: str) -> str:
-        if not _WINDOW.match(value):
-            raise ValueError(f"expected a duration such as 30m, 6h or 1d, got {value!r}")
+        parse_duration(value)  # the form and the bound (matcher.spec_bounds)
         return value
 
     def execution_timeout(self) -> dt.timedelta:
@@ -550,6 +567,8 @@ class SpecDocument(_Section):
     def _name(cls, value: str | None) -> str | None:
         if value is not None and not _NAME.match(value):
             raise ValueError(f"use letters, digits, '_', '-' and '.', got {value!r}")
+        if value is not None and len(value) > MAX_NAME:
+            raise ValueError(f"at most {MAX_NAME} characters, got {len(value)}")
         return value
 
     @field_validator("schedule")
@@ -609,7 +628,14 @@ def validate_document(data: Any, source: str) -> SpecDocument:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise SpecError(f"{source}: expected a mapping of sections, got {show(data)}")
+        # The kind, not the value: a file that is no spec (a symlink to a system file) must
+        # not have its contents quoted into a log or an Airflow import error.
+        kind = (
+            "a list" if isinstance(data, list) else "text" if isinstance(data, str) else "a value"
+        )
+        raise SpecError(
+            f"{source}: not a validation spec: expected a mapping of sections, got {kind}"
+        )
     try:
         return SpecDocument.model_validate(data)
     except ValidationError as exc:

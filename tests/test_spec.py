@@ -434,7 +434,10 @@ KNOWN_SECTIONS = (
         ("dependence: {key: []}\n", "FILE: dependence.key: must not be empty"),
         ("name: x\n", "FILE: dependence: required key is missing"),
         ("", "FILE: dependence: required key is missing"),
-        ("- dependence: ordered\n", "FILE: expected a mapping of sections, got a list"),
+        (
+            "- dependence: ordered\n",
+            "FILE: not a validation spec: expected a mapping of sections, got a list",
+        ),
         (
             "dependence: sorted\n",
             "FILE: dependence: expected 'unordered', 'ordered' or a mapping, got 'sorted'",

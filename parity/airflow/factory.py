@@ -18,10 +18,13 @@ it; ``gate`` fails the DAG run when it is closed. ``properties`` re-tests the op
 spec lists under ``properties:`` and stores each as a properties run
 (``parity.airflow.properties``); it fails the DAG run on an error only, never the gate.
 
-A spec that does not load is left out here and reported by ``raise_spec_errors``, which the
-second DAG file, ``dags/parity_spec_errors.py``, calls: Airflow shows import errors per
-file, so one bad spec becomes one import error naming its file and key while the other
-validations' DAGs still load.
+A spec that does not load, or whose DAG cannot be built (any exception at all: a bug must
+not take the other validations down either), is left out here and reported by
+``raise_spec_errors``, which the second DAG file, ``dags/parity_spec_errors.py``, calls:
+Airflow shows import errors per file, so one bad spec becomes one import error naming its
+file and the reason while the other validations' DAGs still load. Only regular files inside
+the validations folder are read as specs (a link to a file elsewhere is refused unread), so
+an import error never quotes a file that is not a spec.
 
 Nothing here reads anything at import time but the spec files.
 """
@@ -50,6 +53,7 @@ from parity.airflow.plan import (
     prepare_workspace,
     run_type_name,
 )
+from parity.airflow.spec_files import one_line, read_spec_text, shown_path
 
 CONN_VARIABLE = "PARITY_SPARK_CONN_ID"
 DEFAULT_CONN_ID = "spark_default"
@@ -86,18 +90,20 @@ def load_validations(directory: Path, root: Path) -> tuple[list[Spec], list[str]
     seen: dict[str, str] = {}
     paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     for path in paths:
-        shown = _shown(path, root)
+        shown = shown_path(path, root)
         try:
-            spec = parse_spec(
-                parse_yaml(path.read_text(encoding="utf-8"), shown), shown, base_dir=path.parent
-            )
+            text = read_spec_text(path, directory, shown)
+            spec = parse_spec(parse_yaml(text, shown), shown, base_dir=path.parent)
             check_pipeline(spec)
             if spec.name in seen:
                 raise SpecError(
                     f"{shown}: name: {spec.name!r} is already used by {seen[spec.name]}"
                 )
         except (SpecError, OSError, UnicodeDecodeError) as exc:
-            errors.append(" ".join(str(exc).split()))
+            errors.append(one_line(str(exc)))
+            continue
+        except Exception as exc:  # a bug of the loader's: this spec's error, not the others'
+            errors.append(one_line(f"{shown}: cannot be loaded: {type(exc).__name__}: {exc}"))
             continue
         seen[spec.name] = shown
         specs.append(spec)
@@ -138,19 +144,40 @@ def timetable(spec: Spec) -> Any:
 
 
 def validation_dags(dags_folder: Path) -> dict[str, Any]:
-    """``{dag_id: DAG}`` for every spec that loads (``dags_folder``'s parent is the
-    repository root that relative paths in specs start from)."""
+    """``{dag_id: DAG}`` for every spec that loads and builds (``dags_folder``'s parent is
+    the repository root that relative paths in specs start from)."""
+    dags, _ = build_validations(dags_folder)
+    return dags
+
+
+def build_validations(dags_folder: Path) -> tuple[dict[str, Any], list[str]]:
+    """``{dag_id: DAG}`` for every spec that loads and builds, and one line per spec that
+    does not load or whose DAG raised anything while it was built.
+
+    Both DAG files call this: ``parity_validations.py`` keeps the DAGs, and
+    ``parity_spec_errors.py`` the errors (Airflow may parse the two files in two
+    processes, so each builds for itself). The DAGs are not auto-registered with the file
+    being parsed (``auto_register=False``): the errors file defines none, and a DAG that
+    failed half-way through its ``with`` block must not be registered either."""
     root = dags_folder.resolve().parent
-    specs, _ = load_validations(validations_dir(dags_folder), root)
+    specs, errors = load_validations(validations_dir(dags_folder), root)
     conn_id = os.environ.get(CONN_VARIABLE) or DEFAULT_CONN_ID
-    return {
-        dag_id_for(spec.name): (
-            build_dag(spec, root=root, conn_id=conn_id)
-            if spec.recovery is None
-            else recovery_dag(spec, root=root)
-        )
-        for spec in specs
-    }
+    dags: dict[str, Any] = {}
+    for spec in specs:
+        try:
+            dag = (
+                build_dag(spec, root=root, conn_id=conn_id)
+                if spec.recovery is None
+                else recovery_dag(spec, root=root)
+            )
+        except SpecError as exc:  # names the file and the key already
+            errors.append(one_line(str(exc)))
+        except Exception as exc:  # anything else: this spec's error, never the others'
+            reason = f"{type(exc).__name__}: {exc}"
+            errors.append(one_line(f"{spec.source}: its DAG cannot be built: {reason}"))
+        else:
+            dags[dag_id_for(spec.name)] = dag
+    return dags, sorted(errors)
 
 
 def recovery_dag(spec: Spec, *, root: Path) -> Any:
@@ -188,13 +215,14 @@ def recovery_dag(spec: Spec, *, root: Path) -> Any:
         doc_md=doc,
         # A retried crash loop would be another run: a step that failed stays failed.
         default_args={**DEFAULT_ARGS, "retries": 0},
+        auto_register=False,  # build_validations
     )
 
 
 def raise_spec_errors(dags_folder: Path) -> None:
-    """Raise one ``InvalidValidationSpecs`` listing every spec that does not load."""
-    root = dags_folder.resolve().parent
-    _, errors = load_validations(validations_dir(dags_folder), root)
+    """Raise one ``InvalidValidationSpecs`` listing every spec that does not load or whose
+    DAG cannot be built."""
+    _, errors = build_validations(dags_folder)
     if len(errors) == 1:
         raise InvalidValidationSpecs(errors[0])
     if errors:
@@ -241,6 +269,7 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         doc_md=dag_doc(spec),
         params=params_for(spec),
         default_args=DEFAULT_ARGS,
+        auto_register=False,  # build_validations
     ) as dag:
 
         @task(task_id=PLAN_TASK, doc_md=_TASK_DOCS[PLAN_TASK])
@@ -360,13 +389,6 @@ def dag_doc(spec: Spec) -> str:
 def _app(app: Any) -> str:
     version = f" (version {app.version})" if app.version else ""
     return " ".join([app.application, *app.args]) + version
-
-
-def _shown(path: Path, root: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(root))
-    except ValueError:
-        return str(path)
 
 
 _TASK_DOCS: Mapping[str, str] = {
