@@ -29,6 +29,12 @@ from matcher.serialize import json_safe
 from matcher.verdict import Kind
 
 WINDOW: Final = 4
+#: the highest update a key's sequence may reach: a value above it is a corruption (Wallaroo's
+#: "random large number"), not billions of lost updates. A detector that pushed 2**32
+#: updates through one key would run for days; and with values this size every count the
+#: validator makes (at most this much per record) fits the store's 64-bit columns for any
+#: output up to 2**31 records.
+LARGEST_UPDATE: Final = 2**32
 
 
 class _Missing:
@@ -53,10 +59,11 @@ def is_canonical(window: Any, tail: int) -> bool:
 
 
 def in_sequence(value: Any, expected: int | None) -> bool:
-    """A value the ring can hold: 0 (not filled yet) or an update, 1 .. ``expected``."""
+    """A value the ring can hold: 0 (not filled yet) or an update, 1 .. ``expected`` (else
+    1 .. ``LARGEST_UPDATE``)."""
     if not isinstance(value, int) or isinstance(value, bool):
         return False
-    return value >= 0 and (expected is None or value <= expected)
+    return 0 <= value <= (LARGEST_UPDATE if expected is None else expected)
 
 
 def same(a: Any, b: Any) -> bool:

@@ -31,7 +31,10 @@ Tails (continuity: the tail after ``t`` is ``t + 1``; ``high`` is the highest ta
   accepted, counted in ``replayed`` and not a violation, when it reaches ``high`` or
   another rewind interrupts it (a crash during recovery), and when its first window
   restores the state: not the latest ring with the update pushed onto it again. A replay
-  cut short by a jump forward or by the end of the output is a duplication.
+  cut short by a jump forward or by the end of the output is a duplication. A replay goes
+  on by +1: with ``at_least_once``, a jump inside it to a tail it showed before (up to
+  ``high``: ``1, 2, 3, 4, 5, 3, 5``) is a **loss** of the updates it skipped, and the
+  replay goes on from there.
 * With ``expected``: a key whose highest tail is below it is a **loss** of the updates
   it never reached (a key that never shows cannot be told); a tail above it is a
   corruption; an output with no records at all is a loss.
@@ -39,7 +42,8 @@ Tails (continuity: the tail after ``t`` is ``t + 1``; ``high`` is the highest ta
 Windows (a window equal to the canonical one for its tail passes):
 
 * not a list, not ``WINDOW`` values long, or a tail that is not a positive integer (a
-  bool, float, string, zero, negative, or above ``expected``): **corruption**; such a
+  bool, float, string, zero, negative, or above ``expected``, else above ``LARGEST_UPDATE``,
+  2**32: a value that size is garbage, not billions of lost updates): **corruption**; such a
   record stands for the key's next update, ``last + 1``.
 * A window equal to the previous window of the key with this tail pushed on (or with
   ``last+1 .. t`` pushed, for a jump) adds no fault of its own: the fault is its
@@ -72,6 +76,7 @@ from typing import Any, Final
 
 from matcher.verdict import KINDS, Kind
 from matcher.window_checks import (
+    LARGEST_UPDATE,
     MISSING,
     WINDOW,
     canonical,
@@ -88,6 +93,7 @@ from matcher.window_checks import (
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "LARGEST_UPDATE",
     "MISSING",
     "WINDOW",
     "Violation",
@@ -173,8 +179,10 @@ def check_windows(
     limit: int = DEFAULT_LIMIT,
 ) -> WindowsReport:
     """Judge ``(key, window)`` records in reading order (see the module's rules)."""
-    if expected is not None and (isinstance(expected, bool) or expected < 1):
-        raise ValueError(f"expected must be a whole number >= 1, got {expected!r}")
+    if expected is not None and (isinstance(expected, bool) or not 1 <= expected <= LARGEST_UPDATE):
+        raise ValueError(
+            f"expected must be a whole number from 1 to {LARGEST_UPDATE}, got {expected!r}"
+        )
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit!r}")
     checker = _Checker(expected, at_least_once, limit)
@@ -308,6 +316,8 @@ class _Checker:
                 if tail == replay.target:
                     self._end_replay(state, key, cut=False)
                 return
+            if self.at_least_once and self._skips(state, key, position, window, tail):
+                return
             rewind = tail <= state.high and state.missing(tail) is None  # a crash in recovery
             self._end_replay(state, key, cut=not rewind)
         if tail > state.high + 1:
@@ -322,6 +332,30 @@ class _Checker:
                 self._end_replay(state, key, cut=False)
         state.last = tail
         state.high = max(state.high, tail)
+
+    def _skips(self, state: _Key, key: str, position: int, window: Any, tail: int) -> bool:
+        """At least once, a replay that jumps forward to a tail it showed before, short of
+        where it was: the updates it skipped are a **loss** (the replay goes on from there).
+
+        Wallaroo's rule is that the next output follows from the last one; at-least-once
+        delivery allows one exception, a rewind to where the state was restored, and
+        nothing else: ``1, 2, 3, 4, 5, 3, 5`` replays 3, then loses 4."""
+        replay = state.replay
+        assert replay is not None
+        if not (state.last + 1 < tail <= replay.target) or state.missing(tail) is not None:
+            return False
+        lost = tail - state.last - 1
+        detail = (
+            f"tail skips from {state.last} to {tail} inside a replay from {replay.start} "
+            f"up to {replay.target}: {updates(state.last + 1, tail - 1)} never {verb(lost)} "
+            f"again (expected {state.last + 1}); a replay goes on by +1"
+        )
+        self.add(Violation("loss", key, position, window, detail, lost), 0)
+        replay.repeats += 1
+        state.last = replay.last = tail
+        if tail == replay.target:
+            self._end_replay(state, key, cut=False)
+        return True
 
     def _arrives_late(self, state: _Key, key: str, position: int, window: Any, tail: int) -> bool:
         """A tail that a jump skipped shows: a reordering (False: it was shown before)."""
@@ -384,8 +418,9 @@ class _Checker:
         if len(window) != WINDOW:
             return "corruption", f"the window has {len(window)} values, not {WINDOW} ({wanted})"
         if tail is None:
-            over = in_sequence(window[-1], None) and not in_sequence(window[-1], self.expected)
-            beyond = f", which ends at {self.expected}" if over else ""
+            end = LARGEST_UPDATE if self.expected is None else self.expected
+            number = isinstance(window[-1], int) and not isinstance(window[-1], bool)
+            beyond = f", which ends at {end}" if number and window[-1] > end else ""
             text = f"the tail {shown(window[-1])} is not in the sequence{beyond}"
             return "corruption", f"{text} ({wanted})"
         return window_fault(window, state.ring, tail, self.expected)

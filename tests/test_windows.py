@@ -448,7 +448,7 @@ def test_violations_are_in_position_order_across_rules() -> None:
 
 
 def test_bad_arguments() -> None:
-    with pytest.raises(ValueError, match="expected must be a whole number >= 1"):
+    with pytest.raises(ValueError, match="expected must be a whole number from 1 to 4294967296"):
         check_windows([], expected=0)
     with pytest.raises(ValueError, match="limit must be >= 0"):
         check_windows([], limit=-1)

@@ -22,9 +22,10 @@ from matcher.files.readers import data_files, read_events
 from matcher.windows import MISSING
 
 
-def read_windows(path: str | Path) -> Iterator[tuple[Any, Any]]:
-    """The ``(key, window)`` of every record of the output at ``path``, in reading order."""
-    for file, file_format in data_files(path):
+def read_windows(path: str | Path, format: str | None = None) -> Iterator[tuple[Any, Any]]:
+    """The ``(key, window)`` of every record of the output at ``path``, in reading order;
+    ``format``: the files' format when their names do not tell it."""
+    for file, file_format in data_files(path, format):
         if file_format == "csv":
             raise InputError(
                 f"{file}: a window is a list, which CSV cannot hold: write JSON lines or Parquet"

@@ -34,8 +34,9 @@ from matcher.store.records import RunRecord
 from parity.cli.commands import SUMMARY
 from parity.cli.progress import Progress, add_progress_option
 from parity.recovery.runner import find_spark_submit, plan_recovery, recover, spark_env
+from parity.views.crash_log import invalid_note, recovery_view
 from parity.views.printable import printable
-from parity.views.report import crash_moment, report_document
+from parity.views.report import report_document
 
 EXIT_PASSED, EXIT_FAILED = 0, 1
 SHOWN_WITNESSES = 5
@@ -116,24 +117,24 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def summary(record: RunRecord) -> list[str]:
     """The verdict, the crashes and the first witnesses, one line each."""
-    stats = record.stats or {}
-    crashes = stats.get("crashes") if isinstance(stats.get("crashes"), dict) else {}
-    assert isinstance(crashes, dict)
+    log = recovery_view(record) or {}  # the stored crash log, every value of its type
     verdict = "pass" if record.verdict == "equivalent" else "fail"
     counts = ", ".join(f"{kind} {n}" for kind, n in record.counts.items())
     lines = [
         f"recovery: {record.validation}: {verdict} ({counts}); "
-        f"{crashes.get('injected', 0)} of {crashes.get('planned', 0)} crashes injected, "
-        f"{crashes.get('recovered', 0)} recovered, {crashes.get('attempts', 0)} starts, "
-        f"{crashes.get('batches', 0)} batches; run {record.run_id}"
+        f"{log.get('injected') or 0} of {log.get('planned') or 0} crashes injected, "
+        f"{log.get('recovered') or 0} recovered, {log.get('attempts') or 0} starts, "
+        f"{log.get('batches') or 0} batches; run {record.run_id}"
     ]
-    for crash in crashes.get("crashes", []):
-        recovered = crash.get("recovered_in")
+    for crash in log.get("crashes", []):
+        recovered = crash["recovered_in"]
         took = "never recovered" if recovered is None else f"recovered in {recovered:.1f}s"
         lines.append(
             f"  crash {crash['number']}: {crash['target']} killed at {crash['at']:.1f}s, "
-            f"{crash_moment(crash)} (batch {crash['batch']}), {took}"
+            f"{crash['where']} (batch {crash['batch']}), {took}"
         )
+    if log.get("invalid"):
+        lines.append(f"  note: {invalid_note(log)}")
     for d in record.divergences[:SHOWN_WITNESSES]:
         lines.append(f"  {d.kind} at key {d.key!r}: {d.explain()}")
     more = record.total_divergences - min(len(record.divergences), SHOWN_WITNESSES)

@@ -12,10 +12,11 @@ from typing import Any
 from matcher.gate import empty_outputs
 from matcher.store import RunRecord
 from matcher.verdict import EMPTY_WARNING
+from parity.views.crash_log import invalid_note
+from parity.views.crash_log import recovery_view as _recovery
 from parity.views.printable import compact, printable
 from parity.views.properties import properties_document, property_rows
 from parity.views.report import data_docs_path
-from parity.views.report import recovery_view as _recovery
 
 GATE = {None: "gate not decided", True: "gate passed", False: "gate closed"}
 
@@ -59,6 +60,8 @@ def render_summary(record: RunRecord) -> str:
                 f"{crash.get('at', 0):.1f}s, {crash.get('where')} "
                 f"(batch {crash.get('batch')}), {took}"
             )
+        if c["invalid"]:  # the store is untrusted: what could not be read is said, not shown
+            lines.append(f"  note: {invalid_note(c)}")
     if empty_outputs(record.stats):
         lines.append(f"warning: {EMPTY_WARNING}")
     if record.schema is not None and record.schema.findings:

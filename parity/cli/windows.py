@@ -1,10 +1,12 @@
 """``parity windows``: validate a sequence-window detector's output (``matcher.windows``).
 
-    parity windows OUTPUT [--expected N] [--at-least-once] [--json] [--limit N]
+    parity windows OUTPUT [--expected N] [--at-least-once] [--format F] [--json] [--limit N]
 
 OUTPUT is a JSON lines or Parquet file, or a directory: a Spark file sink's committed
-files in batch order (``matcher.files.sink_log``). Exit 0 when no state was lost,
-duplicated, reordered or corrupted, 1 when some was, 2 when OUTPUT cannot be read::
+files in batch order (``matcher.files.sink_log``); its name may be any bytes, as
+``compare``'s, and ``--format`` says the files' format when their names do not. Exit 0 when
+no state was lost, duplicated, reordered or corrupted, 1 when some was, 2 when OUTPUT cannot
+be read::
 
     windows: fail: loss 2, duplication 0, reordering 0, corruption 0 (28 records, 3 keys)
       loss at record 14, key 'k2': [3, 4, 5, 8]: tail jumps from 5 to 8: updates 6, 7 ...
@@ -17,14 +19,26 @@ import json
 from typing import Any, TextIO
 
 from matcher.arguments import whole_number
+from matcher.errors import InputError
+from matcher.files.readers import data_files
 from matcher.files.windows_output import read_windows
+from matcher.formats import format_of_name
 from matcher.verdict import KINDS
-from matcher.windows import DEFAULT_LIMIT, MISSING, Violation, WindowsReport, check_windows
+from matcher.windows import (
+    DEFAULT_LIMIT,
+    LARGEST_UPDATE,
+    MISSING,
+    Violation,
+    WindowsReport,
+    check_windows,
+)
 from parity.cli.commands import SUMMARY
 from parity.views.printable import compact, printable, show
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
+#: the formats a window (a list) can be written in: CSV cannot hold one
+FORMATS = ("jsonl", "json", "parquet")
 #: how much of a window a line shows
 WINDOW_WIDTH = 60
 
@@ -43,15 +57,21 @@ def add_windows_parser(commands: Any) -> None:
     )
     windows.add_argument(
         "--expected",
-        type=whole_number(1),
+        type=whole_number(1, LARGEST_UPDATE),
         metavar="N",
-        help="every key reads 1..N: a key that stops short is a loss, a value above N a corruption",
+        help="every key reads 1..N: a key that stops short is a loss, a value above N a "
+        f"corruption (without it, a value above {LARGEST_UPDATE})",
     )
     windows.add_argument(
         "--at-least-once",
         action="store_true",
         help="accept replays: a tail that goes back to a value already emitted and goes "
         "on by +1, with restored windows, up to where it was",
+    )
+    windows.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="the files' format, when their names (.jsonl, .json, .parquet) do not tell it",
     )
     windows.add_argument("--json", action="store_true", help="print one JSON object")
     windows.add_argument(
@@ -65,8 +85,10 @@ def add_windows_parser(commands: Any) -> None:
 
 
 def run_windows(args: argparse.Namespace, out: TextIO) -> int:
+    if args.format is None:
+        check_names(args.output)
     report = check_windows(
-        read_windows(args.output),
+        read_windows(args.output, args.format),
         expected=args.expected,
         at_least_once=args.at_least_once,
         limit=args.limit,
@@ -77,6 +99,17 @@ def run_windows(args: argparse.Namespace, out: TextIO) -> int:
         out.write("".join(f"{line}\n" for line in render_text(report)))
     out.flush()
     return EXIT_PASS if report.passed else EXIT_FAIL
+
+
+def check_names(output: str) -> None:
+    """Refuse a data file whose name does not tell its format, in this command's words: the
+    readers' own message points at a spec's ``output.format``, and ``windows`` takes none."""
+    for file, _ in data_files(output, "jsonl"):  # the files only: their names are judged here
+        if format_of_name(file) is None:
+            raise InputError(
+                f"{file}: cannot tell the format from the name: pass --format "
+                f"({', '.join(FORMATS)}) or name the files .jsonl, .json or .parquet"
+            )
 
 
 def render_text(report: WindowsReport) -> list[str]:

@@ -54,6 +54,7 @@ from typing import Any
 from matcher.errors import ParityError
 from parity.recovery.processes import kill_tree
 from parity.recovery.sink import SinkWatch, Snapshot
+from parity.recovery.watchdog import track, untrack
 
 #: seconds between two looks at the checkpoint and the process
 POLL = 0.05
@@ -255,6 +256,7 @@ def run_with_crashes(
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: the kill takes it whole
             )
+            track(process.pid)  # dies with this process, not reparented to init
             now = time.monotonic()
             return _Attempt(attempt_number, process, now, progress.committed(), now)
 
@@ -316,6 +318,7 @@ def run_with_crashes(
                 if target == "driver":
                     killed = kill_tree(attempt.process.pid)
                     _reap(attempt.process)
+                    untrack(attempt.process.pid)
                 else:
                     assert executors is not None
                     pids = executors(wall_started)
@@ -349,6 +352,7 @@ def run_with_crashes(
             if attempt.process.poll() is None:
                 kill_tree(attempt.process.pid)
                 _reap(attempt.process)
+            untrack(attempt.process.pid)
     return CrashedRun(
         crashes=tuple(crashes),
         attempts=attempt_number,

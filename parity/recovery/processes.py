@@ -61,13 +61,13 @@ def ancestors(pid: int) -> Iterator[int]:
         yield pid
 
 
-def kill_tree(pid: int, *, groups: bool = True) -> int:
+def kill_tree(pid: int, *, groups: bool = True, spare: frozenset[int] = frozenset()) -> int:
     """SIGKILL ``pid`` and its descendants (and, ``groups``, every process group among them
-    but ours); how many processes were signalled."""
+    but ours and those in ``spare``); how many processes were signalled."""
     pids = descendants(pid)
     own = os.getpgrp()
     if groups:
-        for group in {_group(p) for p in pids} - {None, own}:
+        for group in {_group(p) for p in pids} - {None, own, *spare}:
             assert group is not None
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)

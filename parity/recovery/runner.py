@@ -5,6 +5,8 @@ check only), then under seeded crashes, then the check, stored as a run of kind
     plan = plan_recovery(spec, root=REPO, home=Path("~/.parity").expanduser())
     record = recover(plan, env=spark_env())          # the stored RunRecord
 
+The plan and the commands it makes are ``parity.recovery.plan`` (re-exported here).
+
 The workspace is ``HOME/recovery/<validation>/<run>/``: ``uninterrupted/`` and ``crashed/``
 the two outputs with their own ``checkpoint-*`` folders, ``crashes.json`` the crash log and
 ``logs/`` every ``spark-submit``'s output. The application reads the spec's input as it is,
@@ -28,35 +30,35 @@ The check:
   spec's dependence and equality, and stores the run itself with the crash log; on the core
   in a Python process when both outputs are small (``parity.runs.engines``).
 
-A run that cannot finish (the job fails on its own, stalls, runs out of time, or its
-checkpoint cannot be written) is stored as a failed run with that one line as its error (the
-crash log so far stays in the workspace), and ``RecoveryError`` says it. Nothing is stored
-before the check starts but that failure: a run is never half written.
+``recover`` (the command line) opens the store and starts the run, ``running`` under a lease
+its heartbeat renews (``matcher.store.lease``), before any job starts: a store that is down
+stops it at once, and a run killed outright reads as failed once its lease expires; its jobs
+die with it (``parity.recovery.watchdog``). A run that cannot finish (the job fails on its
+own, stalls, runs out of time, or its checkpoint cannot be written) is stored as a failed
+run with that one line as its error (the crash log so far stays in the workspace), and
+``RecoveryError`` says it. A check that tested nothing never passes: fewer crashes landed
+than planned, or an output with no record to check, is such a failure.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matcher.errors import InputError, ParityError, SpecError
+from matcher.errors import InputError, ParityError
 from matcher.files.locations import local_bytes
 from matcher.files.windows_output import read_windows
-from matcher.spec import Spec
 from matcher.store import RunOutcome, RunRecord, RunStart, Store, StoredDivergence
+from matcher.store.lease import Heartbeat
 from matcher.store.records import RECOVERY
-from matcher.store.run_ids import adhoc_run_id
 from matcher.windows import Violation, WindowsReport, check_windows
 from parity.recovery.crashes import (
     REAP,
@@ -66,144 +68,56 @@ from parity.recovery.crashes import (
     plan_kills,
     run_with_crashes,
 )
+from parity.recovery.plan import (
+    RecoveryPlan,
+    app_command,
+    plan_recovery,
+    prepare_workspace,
+    recovery_slice,
+    recovery_start,
+    slice_command,
+    started_at,
+    submit_command,
+    write_json,
+)
 from parity.recovery.processes import executor_pids, kill_tree
 from parity.recovery.sink import SinkWatch
+from parity.recovery.watchdog import track, untrack, watched
 from parity.runs.engines import core_match_argv, core_match_limit
-from parity.runs.package import PACKAGES_DIR, submitted_to
-from parity.runs.submits import (
-    SparkJob,
-    build_app_job,
-    build_slice_job,
-    resolve_path,
-    spark_submit_argv,
-)
+from parity.runs.submits import SparkJob
+
+__all__ = [  # the plan's names too: the DAG, the command line and the tests import them here
+    "LIMIT",
+    "ROLES",
+    "RecoveryError",
+    "RecoveryPlan",
+    "app_command",
+    "check",
+    "check_differential",
+    "check_windows_output",
+    "failures_stored",
+    "find_spark_submit",
+    "make_input",
+    "match_command",
+    "match_job",
+    "plan_recovery",
+    "prepare_workspace",
+    "recover",
+    "recovery_slice",
+    "recovery_start",
+    "refuse_an_empty_comparison",
+    "require_crashes",
+    "run_crashed",
+    "run_to_end",
+    "run_uninterrupted",
+    "slice_command",
+    "spark_env",
+    "windows_outcome",
+]
 
 #: witnesses kept per run
 LIMIT = 100
 ROLES = ("uninterrupted", "crashed")
-
-
-@dataclass(frozen=True, slots=True)
-class RecoveryPlan:
-    """Everything a recovery run needs, fixed before any job starts."""
-
-    spec: Spec
-    run_id: str
-    run_dir: Path
-    root: Path
-    input: str
-    #: the slice the slice job makes the input from (``None``: the spec's input as it is)
-    slice: Mapping[str, Any] | None
-    master: str
-    crashes: int
-    seed: int
-    kill: str
-    #: where the project's zip for a cluster's executors is cached (``HOME/packages``)
-    packages: Path
-    trigger: str = "cli"
-    dag_id: str | None = None
-    dag_run_id: str | None = None
-
-    def path(self, name: str) -> Path:
-        return self.run_dir / name
-
-    @property
-    def check(self) -> str:
-        assert self.spec.recovery is not None
-        return self.spec.recovery.check
-
-    @property
-    def timeout(self) -> int:
-        assert self.spec.recovery is not None
-        return self.spec.recovery.timeout
-
-
-def plan_recovery(
-    spec: Spec,
-    *,
-    root: Path,
-    home: Path,
-    run_id: str | None = None,
-    crashes: int | None = None,
-    seed: int | None = None,
-    kill: str | None = None,
-    master: str | None = None,
-    trigger: str = "cli",
-) -> RecoveryPlan:
-    """The run's plan: the spec's recovery settings, each overridable, and a new workspace
-    named after the run."""
-    if spec.recovery is None or spec.application is None:
-        raise SpecError(f"{spec.source}: recovery: this spec is not a recovery validation")
-    if spec.input is None:
-        raise SpecError(f"{spec.source}: input: a recovery validation needs the job's input")
-    recovery = spec.recovery
-    chosen_kill = kill or recovery.kill
-    chosen_master = master or recovery.master or "local[2]"
-    if chosen_kill == "executor" and not chosen_master.startswith("spark://"):
-        raise SpecError(
-            f"{spec.source}: recovery.master: kill: executor needs a standalone cluster "
-            f"(spark://HOST:PORT), got {chosen_master!r}"
-        )
-    run_id = run_id or adhoc_run_id("recovery")
-    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", run_id).strip("._") or "run"
-    run_dir = home / "recovery" / spec.name / safe
-    chosen = recovery_slice(spec, root)
-    return RecoveryPlan(
-        spec=spec,
-        run_id=run_id,
-        run_dir=run_dir,
-        root=root,
-        input=resolve_path(spec.input.path, root) if chosen is None else str(run_dir / "slice"),
-        slice=chosen,
-        master=chosen_master,
-        crashes=recovery.crashes if crashes is None else crashes,
-        seed=recovery.seed if seed is None else seed,
-        kill=chosen_kill,
-        packages=home / PACKAGES_DIR,
-        trigger=trigger,
-    )
-
-
-def recovery_slice(spec: Spec, root: Path) -> dict[str, Any] | None:
-    """The slice of the spec's ``input.slice`` as the slice job takes it: its fixed window
-    (else the whole capture), its sample, its number of files."""
-    assert spec.input is not None
-    chosen = spec.input.slice
-    if chosen is None:
-        return None
-    window = chosen.fixed_window()
-    key = chosen.key if chosen.key is not None else spec.dependence.key
-    if chosen.sample is not None and key is None:
-        raise SpecError(
-            f"{spec.source}: input.slice.sample: a sample hashes key columns, and the spec "
-            "names none (input.slice.key or a dependence key)"
-        )
-    return {
-        "capture": resolve_path(spec.input.path, root),
-        "format": spec.input.format,
-        "column": chosen.column,
-        "start": None if window is None else window[0].isoformat(),
-        "end": None if window is None else window[1].isoformat(),
-        "window_source": "whole capture" if window is None else "spec",
-        "sample": chosen.sample,
-        "key": None if chosen.sample is None else list(key or ()),
-        "files": chosen.files,
-    }
-
-
-def slice_command(plan: RecoveryPlan, *, spark_submit: str) -> list[str] | None:
-    """The slice job's ``spark-submit`` line, or ``None`` when the input is used as it is."""
-    if plan.slice is None:
-        return None
-    job = build_slice_job(plan.spec.name, plan.slice, plan.input, str(plan.run_dir), plan.root)
-    return submit_command(plan, job, own=True, spark_submit=spark_submit)
-
-
-def submit_command(plan: RecoveryPlan, job: SparkJob, *, own: bool, spark_submit: str) -> list[str]:
-    """``job``'s ``spark-submit`` line on the plan's master; on a cluster with the project's
-    zip when the job is Parity's own (``own``) or a module of its packages."""
-    shipped = submitted_to(job, plan.master, own=own, cache_dir=plan.packages)
-    return spark_submit_argv(shipped, spark_submit=spark_submit, master=plan.master)
 
 
 def make_input(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str) -> None:
@@ -211,69 +125,6 @@ def make_input(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str)
     command = slice_command(plan, spark_submit=spark_submit)
     if command is not None:
         run_to_end(command, env, plan.path("logs") / "slice.log", plan.timeout, "the slice job")
-
-
-def prepare_workspace(plan: RecoveryPlan) -> None:
-    """A fresh workspace (an earlier attempt's outputs and checkpoints would be resumed), and
-    the instant the run started, which the stored run keeps (``run.json``)."""
-    if plan.run_dir.exists():
-        shutil.rmtree(plan.run_dir)
-    (plan.run_dir / "logs").mkdir(parents=True)
-    _write_json(plan.path("run.json"), {"started_at": dt.datetime.now(dt.UTC).isoformat()})
-
-
-def _started_at(plan: RecoveryPlan) -> dt.datetime | None:
-    try:
-        document = json.loads(plan.path("run.json").read_text(encoding="utf-8"))
-        return dt.datetime.fromisoformat(document["started_at"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def app_command(plan: RecoveryPlan, role: str, *, spark_submit: str) -> list[str]:
-    """The ``spark-submit`` line of the application's ``role`` run (``uninterrupted`` or
-    ``crashed``): its own output and checkpoint folders."""
-    assert plan.spec.application is not None
-    dirs = {
-        "slice": plan.input,
-        role: str(plan.path(role)),
-        "checkpoint": str(plan.path(f"checkpoint-{role}")),
-    }
-    job = build_app_job(
-        plan.spec.name, role, plan.spec.application, dirs, str(plan.run_dir), plan.root
-    )
-    return submit_command(plan, job, own=False, spark_submit=spark_submit)
-
-
-def recovery_start(plan: RecoveryPlan) -> RunStart:
-    """The run as the store keeps it: kind ``recovery``, the application's version as the
-    candidate's, and the recovery settings in its spec document."""
-    assert plan.spec.application is not None and plan.spec.recovery is not None
-    return RunStart(
-        run_id=plan.run_id,
-        validation=plan.spec.name,
-        trigger=plan.trigger,
-        kind=RECOVERY,
-        started_at=_started_at(plan),
-        candidate_version=plan.spec.application.version,
-        slice={"input": plan.input, **(plan.slice or {})},
-        spec={
-            "file": plan.spec.source,
-            "dependence": plan.spec.build_dependence().describe(),
-            "gate": plan.spec.gate.to_dict(),
-            "expectations": [],
-            "recovery": {
-                **plan.spec.recovery.model_dump(mode="json"),
-                "crashes": plan.crashes,
-                "seed": plan.seed,
-                "kill": plan.kill,
-                "master": plan.master,
-            },
-        },
-        dag_id=plan.dag_id,
-        dag_run_id=plan.dag_run_id,
-        engine="spark",
-    )
 
 
 def run_uninterrupted(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str) -> float:
@@ -284,7 +135,7 @@ def run_uninterrupted(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submi
     started = time.monotonic()
     run_to_end(command, env, log, plan.timeout, "the uninterrupted run")
     seconds = time.monotonic() - started
-    _write_json(plan.path("uninterrupted.json"), {"seconds": round(seconds, 3)})
+    write_json(plan.path("uninterrupted.json"), {"seconds": round(seconds, 3)})
     return seconds
 
 
@@ -314,18 +165,35 @@ def run_crashed(
             ),
         )
     except RecoveryError as exc:
-        _write_json(plan.path("crashes.json"), {"error": str(exc), "seed": plan.seed})
+        write_json(plan.path("crashes.json"), {"error": str(exc), "seed": plan.seed})
         raise
     document: dict[str, Any] = {**crashed.to_dict(), "seed": plan.seed}
     if plan.path("uninterrupted.json").exists():
         uninterrupted = json.loads(plan.path("uninterrupted.json").read_text(encoding="utf-8"))
         document["uninterrupted_seconds"] = uninterrupted.get("seconds")
-    _write_json(plan.path("crashes.json"), document)
+    write_json(plan.path("crashes.json"), document)
     return crashed
 
 
+def require_crashes(crash_log: Mapping[str, Any]) -> None:
+    """Refuse a crashed run whose planned kills did not all land: a recovery test that
+    crashed less than it says tested less than it says, and must not pass for the full plan
+    (the job finished first, on an input too short for the plan)."""
+    planned, injected = crash_log.get("planned"), crash_log.get("injected")
+    if not isinstance(planned, int) or not isinstance(injected, int):
+        raise RecoveryError("the crash log (crashes.json) does not say how many crashes landed")
+    if injected < planned:
+        raise RecoveryError(
+            f"only {injected} of {planned} crashes landed; lengthen the input or lower "
+            "recovery.crashes"
+        )
+
+
 def check_windows_output(plan: RecoveryPlan, crash_log: Mapping[str, Any]) -> RunOutcome:
-    """The crashed output through the sequence-window validator, as the store keeps it."""
+    """The crashed output through the sequence-window validator, as the store keeps it. An
+    output with no record at all, when the spec does not say how many to expect, is an
+    error: it tested nothing, and nothing found is not a pass (with ``expected`` it is the
+    loss of every update, a divergence)."""
     assert plan.spec.recovery is not None
     recovery = plan.spec.recovery
     started = time.monotonic()
@@ -335,6 +203,11 @@ def check_windows_output(plan: RecoveryPlan, crash_log: Mapping[str, Any]) -> Ru
         at_least_once=recovery.at_least_once,
         limit=LIMIT,
     )
+    if report.records == 0 and recovery.expected is None:
+        raise RecoveryError(
+            "the crashed run wrote no records: a windows check of an empty output tests "
+            "nothing (does the application write to its output folder?)"
+        )
     return windows_outcome(report, crash_log, seconds=time.monotonic() - started)
 
 
@@ -393,7 +266,7 @@ def match_job(plan: RecoveryPlan, db: str | None) -> SparkJob:
     assert plan.spec.application is not None
     if plan.spec.application.version is not None:
         args += ["--candidate-version", plan.spec.application.version]
-    started = _started_at(plan)
+    started = started_at(plan)
     if started is not None:
         args += ["--started-at", started.isoformat()]
     if db is not None:
@@ -414,7 +287,7 @@ def check_differential(
     are matched on the core in a Python process, as the DAG's match task does
     (``parity.runs.engines``)."""
     crash_log = json.loads(plan.path("crashes.json").read_text(encoding="utf-8"))
-    _write_json(plan.path("stats.json"), {"check": "differential", "crashes": crash_log})
+    write_json(plan.path("stats.json"), {"check": "differential", "crashes": crash_log})
     limit = core_match_limit()
     outputs = [str(plan.path("uninterrupted")), str(plan.path("crashed"))]
     if limit is not None and local_bytes(outputs, limit) is not None:
@@ -422,6 +295,25 @@ def check_differential(
     else:
         command = match_command(plan, spark_submit=spark_submit, db=db)
     run_to_end(command, env, plan.path("logs") / "check.log", plan.timeout, "the check")
+
+
+def refuse_an_empty_comparison(plan: RecoveryPlan, db: str | None) -> None:
+    """Mark failed a differential run the match job found equivalent on two empty outputs:
+    it compared nothing, and nothing found is not a pass. (The match job stores the run
+    itself; this runs right after it, in the same task.)"""
+    with Store.open(db) as store:
+        record = store.get_run(plan.run_id)
+        if record is None or record.verdict != "equivalent":
+            return
+        stats = record.stats if isinstance(record.stats, Mapping) else {}
+        if stats.get("reference_count") != 0 or stats.get("candidate_count") != 0:
+            return
+        reason = (
+            "neither run of the application wrote an event: a differential check of two "
+            "empty outputs tests nothing (does the application write to its output folder?)"
+        )
+        store.mark_failed(plan.run_id, reason, start=recovery_start(plan))
+    raise RecoveryError(reason)
 
 
 def run_to_end(
@@ -438,6 +330,7 @@ def run_to_end(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        track(process.pid)
         try:
             code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -448,6 +341,8 @@ def run_to_end(
             kill_tree(process.pid)
             process.wait(timeout=REAP)
             raise
+        finally:
+            untrack(process.pid)
     if code != 0:
         raise RecoveryError(f"{what} failed (exit {code}): {last_line(log)}")
 
@@ -463,18 +358,24 @@ def recover(
     """The whole recovery validation; the stored run. A run that could not finish is stored
     failed and raised as ``RecoveryError``."""
     say = progress or (lambda text: None)
-    prepare_workspace(plan)
-    with failures_stored(plan, db):
-        if plan.slice is not None:
-            say("writing the input slice")
-            make_input(plan, env, spark_submit=spark_submit)
-        if plan.check == "differential":
-            say("running the application without crashes")
-            run_uninterrupted(plan, env, spark_submit=spark_submit)
-        say(f"running it under {plan.crashes} crashes ({plan.kill}, seed {plan.seed})")
-        run_crashed(plan, env, spark_submit=spark_submit, progress=progress)
-        say(f"checking the output ({plan.check})")
-        check(plan, env, spark_submit=spark_submit, db=db)
+    with Store.open(db) as store:  # a store that is down or wrong stops the run before any job
+        prepare_workspace(plan)
+        store.start_run(recovery_start(plan))  # running, under a lease the heartbeat renews
+        try:
+            with Heartbeat(store, plan.run_id), watched(), failures_stored(plan, db):
+                if plan.slice is not None:
+                    say("writing the input slice")
+                    make_input(plan, env, spark_submit=spark_submit)
+                if plan.check == "differential":
+                    say("running the application without crashes")
+                    run_uninterrupted(plan, env, spark_submit=spark_submit)
+                say(f"running it under {plan.crashes} crashes ({plan.kill}, seed {plan.seed})")
+                run_crashed(plan, env, spark_submit=spark_submit, progress=progress)
+                say(f"checking the output ({plan.check})")
+                check(plan, env, spark_submit=spark_submit, db=db)
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the jobs are killed, the run failed
+            store.fail_if_running(plan.run_id, "interrupted")
+            raise
     with Store.open_readonly(db) as store:
         record = store.get_run(plan.run_id)
     if record is None:
@@ -486,11 +387,13 @@ def check(plan: RecoveryPlan, env: Mapping[str, str], *, spark_submit: str, db: 
     """Check the crashed output as the spec says and store the run (``crashes.json`` holds
     the crash log)."""
     crash_log = json.loads(plan.path("crashes.json").read_text(encoding="utf-8"))
+    require_crashes(crash_log)
     if plan.check == "differential":
         check_differential(plan, env, spark_submit=spark_submit, db=db)
+        refuse_an_empty_comparison(plan, db)
         return
+    outcome = check_windows_output(plan, crash_log)  # an error here: failures_stored's line
     with Store.open(db) as store, store.running(recovery_start(plan)):
-        outcome = check_windows_output(plan, crash_log)
         store.record_run(plan.run_id, outcome)
 
 
@@ -523,10 +426,6 @@ def spark_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env
-
-
-def _write_json(path: Path, document: Mapping[str, Any]) -> None:
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
 def find_spark_submit() -> str:

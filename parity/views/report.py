@@ -43,8 +43,9 @@ from matcher import uris
 from matcher.gate import empty_outputs
 from matcher.serialize import json_safe
 from matcher.store import DATA_DOCS_DIR, ExpectationRecord, RunRecord, StoredDivergence
-from matcher.store.records import PROPERTIES, RECOVERY
+from matcher.store.records import PROPERTIES
 from matcher.verdict import EMPTY_WARNING, KINDS
+from parity.views.crash_log import recovery_view
 from parity.views.printable import compact, printable
 from parity.views.printable import show as shown
 from parity.views.properties import properties_document, property_rows
@@ -112,51 +113,6 @@ def report_document(record: RunRecord) -> dict[str, Any]:
         "report_path": record.report_path,
         "spec": json_safe(record.spec),
         "schema": None if record.schema is None else json_safe(record.schema.to_dict()),
-    }
-
-
-#: where a kill landed (``parity.recovery.crashes``), in words
-MOMENTS = {
-    "between": "between batches",
-    "inside": "inside a batch",
-    "written": "after the sink wrote, before the commit",
-}
-
-
-def crash_moment(crash: Mapping[str, Any]) -> str:
-    """Where a kill of the crash log landed, in words (and what was planned, if other)."""
-    phase, planned = crash.get("phase"), crash.get("planned")
-    where = MOMENTS.get(str(phase), str(phase))
-    if planned is not None and planned != phase:
-        where += f" (planned {MOMENTS.get(str(planned), str(planned))})"
-    missed = crash.get("missed") or 0
-    if missed:
-        where += f", {missed} batch{'es' if missed != 1 else ''} committed unseen first"
-    return where
-
-
-def recovery_view(record: RunRecord) -> dict[str, Any] | None:
-    """A recovery run's check and crash log (``None`` for other kinds): every kill, when it
-    happened, which batch was in flight, how long the job took to come back."""
-    if record.kind != RECOVERY:
-        return None
-    stats = record.stats if isinstance(record.stats, Mapping) else {}
-    log = stats.get("crashes")
-    log = dict(log) if isinstance(log, Mapping) else {}
-    crashes = [c for c in log.get("crashes", []) if isinstance(c, Mapping)]
-    settings = record.spec.get("recovery") if isinstance(record.spec, Mapping) else None
-    return {
-        "check": stats.get("check", "differential"),
-        "settings": json_safe(settings),
-        "planned": log.get("planned"),
-        "injected": log.get("injected", len(crashes)),
-        "recovered": log.get("recovered"),
-        "attempts": log.get("attempts"),
-        "batches": log.get("batches"),
-        "seconds": log.get("seconds"),
-        "uninterrupted_seconds": log.get("uninterrupted_seconds"),
-        "crashes": json_safe([{**c, "where": crash_moment(c)} for c in crashes]),
-        "error": log.get("error"),
     }
 
 
