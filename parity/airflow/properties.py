@@ -10,8 +10,9 @@ Each operator is tested by the ``parity`` command in a process of its own, with 
 ``$PARITY_HOME/properties/<operator>.json`` by earlier runs are replayed first, then the
 sample's pools), ``budget`` and ``seed``. The command is the seam: ``parity.properties``
 imports PySpark, which this package may not, and its exit code says what happened — 0 it
-ran, whatever it found (finding a property never fails the task), 2 bad input (the task
-fails at once, without a retry), anything else a crash (retried). The task is a leaf that
+ran, whatever it found (finding a property never fails the task), 2 bad input or an
+operator that fails a test (the task fails at once, without a retry: the run is stored
+failed), anything else a crash (retried). The task is a leaf that
 ``record`` ignores: its failure fails the DAG run, never closes the gate.
 
 Each run's id is the DAG run's and the operator, ``DAG_ID/DAG_RUN_ID/properties/OPERATOR``;

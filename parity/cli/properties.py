@@ -9,10 +9,14 @@
 SAMPLE (JSON lines, CSV or Parquet) is the operator's input; for ``--shape pair`` it is
 port 0's (left) input and ``--sample-right`` port 1's (right; without it, both ports take
 rows of SAMPLE's schema). The run is stored as kind ``properties`` (``parity.cli.property_runs``;
-``--no-store``: not), its id printed on stderr; on a terminal, stderr also shows which step
-runs and for how long (``parity.cli.progress``: the operator's steps, and each property as
-its tests start, ``property 4 of 6: statefulness``). Exit 0 when it ran, whatever it found;
-2 on bad input::
+``--no-store``: not) from before its first test, its id printed on stderr as it starts and
+when it is stored; on a terminal, stderr also shows which step runs and for how long
+(``parity.cli.progress``: the operator's steps, and each property as its tests start,
+``property 4 of 6: statefulness``). Exit 0 when it ran, whatever it found; 2 on bad input
+(an option out of range, a store that cannot be opened, a run id of another kind of run,
+a name too long for the store: all before any test) and when the operator fails a test
+(raises, ``sys.exit()`` included, or returns what its shape does not allow: one line naming
+it, the run stored failed, nothing suggested)::
 
     nondeterminism          potentially deterministic (30 tests, 0.01 s)
     statefulness            definitely stateful (1 test, 0.00 s)
@@ -22,18 +26,21 @@ its tests start, ``property 4 of 6: statefulness``). Exit 0 when it ran, whateve
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from matcher.errors import InputError
+from matcher.arguments import MAX_COUNT, whole_number
+from matcher.store.run_ids import adhoc_run_id
 from parity.cli.commands import SUMMARY
 from parity.cli.progress import Progress, add_progress_option
-from parity.cli.property_runs import Storage, store_report
+from parity.cli.property_runs import PropertyRun, Storage, Testing, testing_start
 from parity.properties.generation import CHOICES, evidence_path, parse_technique, save_evidence
-from parity.properties.loading import load_subject, reused_tests
+from parity.properties.loading import Subject, load_subject, reused_tests
 from parity.properties.operators import BLOCKING_LIMIT, SHAPES
 from parity.properties.properties import PROPERTIES, Context
 from parity.properties.runner import Outcome, Plan, Report, check_operator, technique_label
@@ -42,6 +49,11 @@ from parity.views.properties import WORDS
 
 EXIT_RAN = 0
 DEFAULT_BUDGET = 30
+#: the largest --budget: the spec's ``properties: budget`` bound (``matcher.spec_schema``);
+#: hybrid runs 12 techniques, so up to 12,000 tests per property
+MAX_BUDGET = 1000
+#: the longest --blocking-limit: an hour per firing
+MAX_BLOCKING_LIMIT = 3600.0
 
 
 def add_properties_parser(commands: Any) -> None:
@@ -68,12 +80,14 @@ def add_properties_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--budget",
-        type=_whole(1),
+        type=whole_number(1, MAX_BUDGET),
         default=DEFAULT_BUDGET,
         metavar="N",
-        help=f"tests per property and technique (default {DEFAULT_BUDGET})",
+        help=f"tests per property and technique, 1 to {MAX_BUDGET} (default {DEFAULT_BUDGET})",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="randomness (default 0)")
+    parser.add_argument(
+        "--seed", type=seed_number, default=0, metavar="S", help="randomness (default 0)"
+    )
     parser.add_argument(
         "--evidence-dir",
         metavar="DIR",
@@ -81,10 +95,11 @@ def add_properties_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--blocking-limit",
-        type=float,
+        type=seconds_limit,
         default=BLOCKING_LIMIT,
         metavar="SECONDS",
-        help=f"a firing that takes longer is blocked (default {BLOCKING_LIMIT})",
+        help=f"a firing that takes longer is blocked, more than 0 and at most "
+        f"{MAX_BLOCKING_LIMIT:g} (default {BLOCKING_LIMIT})",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     stored = parser.add_argument_group(
@@ -119,17 +134,31 @@ def add_properties_parser(commands: Any) -> None:
     parser.set_defaults(run=run_properties)
 
 
-def _whole(least: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"expected a whole number >= {least}, got {text!r}")
-        return value
+def seed_number(text: str) -> int:
+    """``--seed``: a whole number, signed, within the store's 64-bit integers (it is kept in
+    the run's spec document)."""
+    digits = text[1:] if text[:1] == "-" else text
+    value = int(text) if digits.isascii() and digits.isdigit() else None
+    if value is None or not -MAX_COUNT <= value <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from {-MAX_COUNT} to {MAX_COUNT}, got {text!r}"
+        )
+    return value
 
-    return parse
+
+def seconds_limit(text: str) -> float:
+    """``--blocking-limit``: a finite number of seconds, more than 0 and at most
+    ``MAX_BLOCKING_LIMIT`` (``nan`` compares false with everything, ``inf`` never stalls)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_BLOCKING_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds more than 0 and at most {MAX_BLOCKING_LIMIT:g}, "
+            f"got {text!r}"
+        )
+    return value
 
 
 def run_properties(args: argparse.Namespace, out: TextIO) -> int:
@@ -139,38 +168,47 @@ def run_properties(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _run_properties(args: argparse.Namespace, out: TextIO, progress: Progress) -> int:
-    import random
+    """Check the options and the store, load the operator, start the run, test, record.
 
+    Everything that can refuse the run (an option, the store, the run id, a name too long
+    for the store) does so before the operator is imported or tested."""
     started = dt.datetime.now(dt.UTC)
     techniques = parse_technique(args.technique)
-    if args.blocking_limit <= 0:
-        raise InputError("--blocking-limit: expected a number of seconds > 0")
     samples = [args.sample] + ([args.sample_right] if args.sample_right else [])
-    progress.step(f"operator {args.operator}: loading it and its sample {', '.join(samples)}")
-    subject = load_subject(args.operator, samples, args.key, args.shape, args.blocking_limit)
-    evidence_dir = args.evidence_dir or (
-        str(Path(args.home).expanduser() / "properties") if args.home else None
+    testing = Testing(
+        args.operator,
+        args.shape,
+        technique_label(techniques),
+        args.budget,
+        args.seed,
+        tuple(args.key),
     )
-    reused = reused_tests(evidence_dir, args.operator, subject.domains)
-    plan = Plan(techniques, args.budget, args.seed, subject.domains, tuple(reused))
-    context = Context(subject.operator, tuple(args.key), random.Random(args.seed))
-    progress.step(
-        f"operator {args.operator}: testing {len(PROPERTIES)} properties "
-        f"({technique_label(techniques)}, budget {args.budget} tests each)"
+    storage = None if args.no_store else _storage(args, started)
+    run_id = None if storage is None else storage.run_id or adhoc_run_id("properties")
+    first = (
+        None
+        if storage is None or run_id is None
+        else testing_start(testing, storage, samples, run_id=run_id)
     )
-
-    def announce(name: str, index: int, total: int) -> None:
-        progress.step(f"property {index} of {total}: {name}")
-
-    report = check_operator(context, plan, technique_label(techniques), on_property=announce)
-    progress.step(f"operator {args.operator}: tested in {report.seconds:.1f}s")
-    found = report.evidence_tests()
-    if found:
-        save_evidence(evidence_path(evidence_dir, args.operator), args.operator, found)
-    if not args.no_store:
-        progress.step("storing the run")
-        storage = _storage(args, started)
-        run_id = store_report(report, storage, samples, _output_columns(report))
+    with PropertyRun.opened(storage, first) as stored:
+        progress.step(f"operator {args.operator}: loading it and its sample {', '.join(samples)}")
+        subject = load_subject(args.operator, samples, args.key, args.shape, args.blocking_limit)
+        start = None
+        if storage is not None and run_id is not None:
+            loaded = dataclasses.replace(testing, shape=subject.operator.shape)
+            start = testing_start(loaded, storage, samples, run_id=run_id)
+            print(f"properties: storing run {run_id} (parity report {run_id})", file=sys.stderr)
+        with stored.running(start):
+            report = _test(args, subject, techniques, progress)
+            found = report.evidence_tests()
+            if found:
+                save_evidence(
+                    evidence_path(_evidence_dir(args), args.operator), args.operator, found
+                )
+            if start is not None:
+                progress.step("storing the run")
+                stored.record(report, _output_columns(report))
+    if run_id is not None:
         print(f"properties: stored run {run_id} (parity report {run_id})", file=sys.stderr)
     if args.json:
         document = report.to_dict()
@@ -183,6 +221,38 @@ def _run_properties(args: argparse.Namespace, out: TextIO, progress: Progress) -
             out.write("\n" + suggest_spec(report, _output_columns(report)))
     out.flush()
     return EXIT_RAN
+
+
+def _warn(line: str) -> None:
+    print(f"parity: warning: {line}", file=sys.stderr)
+
+
+def _evidence_dir(args: argparse.Namespace) -> str | None:
+    if args.evidence_dir:
+        return str(args.evidence_dir)
+    return str(Path(args.home).expanduser() / "properties") if args.home else None
+
+
+def _test(
+    args: argparse.Namespace, subject: Subject, techniques: Any, progress: Progress
+) -> Report:
+    """Every property tested (``OperatorError`` when the operator fails a test)."""
+    import random
+
+    reused = reused_tests(_evidence_dir(args), args.operator, subject.domains, _warn)
+    plan = Plan(techniques, args.budget, args.seed, subject.domains, tuple(reused))
+    context = Context(subject.operator, tuple(args.key), random.Random(args.seed))
+    progress.step(
+        f"operator {args.operator}: testing {len(PROPERTIES)} properties "
+        f"({technique_label(techniques)}, budget {args.budget} tests each)"
+    )
+
+    def announce(name: str, index: int, total: int) -> None:
+        progress.step(f"property {index} of {total}: {name}")
+
+    report = check_operator(context, plan, technique_label(techniques), on_property=announce)
+    progress.step(f"operator {args.operator}: tested in {report.seconds:.1f}s")
+    return report
 
 
 def _storage(args: argparse.Namespace, started: dt.datetime) -> Storage:

@@ -64,7 +64,6 @@ class Run:
     output: tuple[Any, ...]
     firings: tuple[tuple[Any, ...], ...] | None = None
     stalled_at: int | None = None
-    error: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def bag(self) -> Counter[Any]:

@@ -34,7 +34,13 @@ from pyspark.sql.types import (
 )
 
 from parity.properties.elements import Element, Run, freeze, sorted_bag
-from parity.properties.operators import CANONICAL, Physical
+from parity.properties.operators import (
+    CANONICAL,
+    OperatorError,
+    Physical,
+    operator_error,
+    raised,
+)
 from parity.properties.samples import Sample
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
@@ -124,14 +130,17 @@ class FrameOperator:
         before = self.spark.conf.get(SHUFFLE_PARTITIONS) or "200"  # a shared session gets it back
         self.spark.conf.set(SHUFFLE_PARTITIONS, str(physical.shuffle_partitions))
         frames = [self.frame(test, port, physical) for port in range(self.ports)]
+        where = f"on a generated test of {sum(1 for e in test if e.item)} rows"
         try:
             result = self.target(*frames)
             if not isinstance(result, DataFrame):
-                return Run(output=(), error=f"returned {type(result).__name__}, not a DataFrame")
+                problem = f"returned {type(result).__name__}, not a DataFrame"
+                raise operator_error(self.ref, problem, where)
             rows = result.collect()
-        except Exception as exc:
-            text = " ".join(str(exc).split())[:300]
-            return Run(output=(), error=f"{type(exc).__name__}: {text}")
+        except OperatorError:
+            raise
+        except BaseException as exc:  # SystemExit too: the operator's error, not a property
+            raise operator_error(self.ref, raised(exc), where) from exc
         finally:
             self.spark.conf.set(SHUFFLE_PARTITIONS, before)
         return Run(output=sorted_bag(freeze(row.asDict(recursive=True)) for row in rows))

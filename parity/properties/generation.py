@@ -43,7 +43,7 @@ import os
 import random
 import re
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
@@ -359,13 +359,25 @@ def _home() -> Path:
     return Path(os.environ.get("PARITY_HOME") or Path.home() / ".parity")
 
 
-def load_evidence(path: Path, domains: Sequence[Domain]) -> list[Test]:
-    """The tests that were evidence before (none when the file is missing or unreadable:
-    reuse is an optimisation, never a reason to fail)."""
+def load_evidence(
+    path: Path, domains: Sequence[Domain], warn: Callable[[str], None] | None = None
+) -> list[Test]:
+    """The tests that were evidence before: none when the file is missing; none either when
+    it cannot be read or is not an evidence file (reuse is an optimisation, never a reason
+    to fail), but then ``warn`` hears of it in one line: a corrupt file is never ignored
+    without a word (this run's evidence, if any, replaces it)."""
+    if not path.exists():
+        return []
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
         tests = [tuple(_element(e, domains) for e in test) for test in stored["tests"].values()]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        if warn is not None:
+            reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+            warn(
+                f"{path}: not a readable evidence file ({reason}): its tests are not reused; "
+                "this run's evidence replaces it"
+            )
         return []
     return [t for t in tests if t]
 

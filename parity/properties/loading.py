@@ -72,6 +72,12 @@ def _is_frame_function(target: object) -> bool:
     return process_of(target) is None
 
 
-def reused_tests(directory: str | None, ref: str, domains: Sequence[Domain]) -> list[Test]:
-    """The evidence inputs an earlier run kept for ``ref`` (``--technique reuse``)."""
-    return load_evidence(evidence_path(directory, ref), domains)
+def reused_tests(
+    directory: str | None,
+    ref: str,
+    domains: Sequence[Domain],
+    warn: Callable[[str], None] | None = None,
+) -> list[Test]:
+    """The evidence inputs an earlier run kept for ``ref`` (``--technique reuse``); ``warn``
+    hears of a file that is there but corrupt."""
+    return load_evidence(evidence_path(directory, ref), domains, warn)

@@ -25,6 +25,13 @@
 Without ``--shape``: an object or class with ``process`` is ``stream`` (``pair`` when
 ``process`` takes a port too), a generator function is ``stream``, a function of two
 arguments is ``pair`` and any other function ``dataframe``.
+
+Whatever the operator raises while it runs a test (``SystemExit`` and ``KeyboardInterrupt``
+too) or returns that its shape does not allow (``process`` returning ``None`` or ``42``
+instead of an iterable of outputs, a function returning something that is not a
+DataFrame) is ``OperatorError``: the run's error, never a property's evidence nor its
+absence. A check that read an operator's crash as "no difference" would call a broken
+operator deterministic, stateless and isolated, and suggest the loosest spec.
 """
 
 from __future__ import annotations
@@ -35,14 +42,15 @@ import inspect
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from pyspark.sql import Row
 
-from matcher.errors import InputError
+from matcher.errors import InputError, ParityError
+from matcher.user_code import interrupted
 from parity.properties.elements import Element, Run, freeze
 
 SHAPES = ("dataframe", "stream", "pair")
@@ -71,6 +79,51 @@ class Physical:
 
 
 CANONICAL = Physical()
+#: how much of an exception's text an error line quotes
+QUOTED = 300
+
+
+class OperatorError(ParityError):
+    """The operator under test raised, or returned what its shape does not allow, while it
+    ran a test: the message names the operator, the exception and the test."""
+
+
+def operator_error(ref: str, problem: str, where: str) -> OperatorError:
+    """``OperatorError`` on one line: ``REF: the operator PROBLEM (WHERE)``."""
+    text = " ".join(f"{ref}: the operator {problem} ({where})".split())
+    return OperatorError(text)
+
+
+def raised(exc: BaseException) -> str:
+    """An exception as the error line shows it: ``raised Type: text`` (text cut short), or
+    ``called sys.exit(CODE)``. A ``KeyboardInterrupt`` after a real Ctrl-C is raised again:
+    the user stopped the command (exit 130), the operator did not fail
+    (``matcher.user_code.interrupted``)."""
+    if isinstance(exc, KeyboardInterrupt) and interrupted():
+        raise exc
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({'' if exc.code is None else repr(exc.code)})"
+    text = " ".join(str(exc).split())
+    if len(text) > QUOTED:
+        text = text[:QUOTED] + "..."
+    return f"raised {type(exc).__name__}" + (f": {text}" if text else "")
+
+
+def outputs_of(result: Any) -> tuple[Any, ...]:
+    """A firing's return value as its frozen outputs: an iterable (a list, a tuple, a
+    generator), never ``None``, a number, a string or a mapping (which iterate as
+    characters or keys: not the outputs their author meant)."""
+    if (
+        result is None
+        or isinstance(result, str | bytes | Mapping)
+        or not isinstance(result, Iterable)
+    ):
+        raise _WrongReturn(f"returned {type(result).__name__}, not an iterable of outputs")
+    return tuple(freeze(o) for o in result)
+
+
+class _WrongReturn(Exception):
+    """What ``outputs_of`` raises: told apart from the operator's own exceptions."""
 
 
 class Operator(Protocol):
@@ -101,10 +154,8 @@ def import_target(ref: str) -> Any:
         sys.path.insert(0, str(Path.cwd()))
     try:
         module = importlib.import_module(module_name)
-    except Exception as exc:
-        raise InputError(
-            f"{ref}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
+    except BaseException as exc:  # SystemExit at import time too: never the command's exit
+        raise InputError(f"{ref}: cannot import module {module_name!r}: {raised(exc)}") from exc
     target: Any = module
     for part in attribute.split("."):
         if not hasattr(target, part):
@@ -157,12 +208,16 @@ class ObjectOperator:
         return callable(getattr(self._sample_instance(), "flush", None))
 
     def _sample_instance(self) -> Any:
-        return self.target() if _is_factory(self.target) else self.target
+        return self.fresh() if _is_factory(self.target) else self.target
 
     def fresh(self) -> Any:
-        if _is_factory(self.target):
-            return self.target()
-        return copy.deepcopy(self.target)
+        """A new instance for a run: the factory's product, or a deep copy."""
+        try:
+            if _is_factory(self.target):
+                return self.target()
+            return copy.deepcopy(self.target)
+        except BaseException as exc:
+            raise operator_error(self.ref, raised(exc), "making a fresh instance") from exc
 
     def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run:
         instance = self.fresh()
@@ -178,7 +233,10 @@ class ObjectOperator:
             else:
                 outputs, error = _untimed(call)
             if error is not None:
-                return _run(firings, error=error)
+                what = "flush()" if element.is_punctuation else "process()"
+                where = f"{what} at element {position + 1} of a generated test of {len(test)}"
+                problem = str(error) if isinstance(error, _WrongReturn) else raised(error)
+                raise operator_error(self.ref, problem, where) from error
             firings.append(outputs)
         return _run(firings)
 
@@ -199,25 +257,21 @@ class PartitionOperator:
         window: list[tuple[int, Element]] = []
         for position, element in enumerate(test):
             if element.is_punctuation:
-                outputs, end, error = self._partition(window, physical)
-                if error is not None:
-                    return _run(firings, error=error)
+                outputs, end = self._partition(window, physical, len(test))
                 firings.extend(outputs)
                 firings.append(end)
                 window = []
             else:
                 window.append((position, element))
         if window:  # a partition always ends: its end outputs go with its last item
-            outputs, end, error = self._partition(window, physical)
-            if error is not None:
-                return _run(firings, error=error)
+            outputs, end = self._partition(window, physical, len(test))
             outputs[-1] = outputs[-1] + end
             firings.extend(outputs)
         return _run(firings)
 
     def _partition(
-        self, window: list[tuple[int, Element]], physical: Physical
-    ) -> tuple[list[tuple[Any, ...]], tuple[Any, ...], str | None]:
+        self, window: list[tuple[int, Element]], physical: Physical, length: int
+    ) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]]:
         per_item: list[list[Any]] = [[] for _ in window]
         end: list[Any] = []
         pulled = 0
@@ -230,13 +284,25 @@ class PartitionOperator:
                 yield _row(element)
             pulled += 1
 
+        where = f"a partition of {len(window)} rows of a generated test of {length}"
         try:
-            for output in self.target(rows()):
+            result = self.target(rows())
+        except BaseException as exc:
+            raise operator_error(self.ref, raised(exc), where) from exc
+        if (
+            result is None
+            or isinstance(result, str | bytes | Mapping)
+            or not isinstance(result, Iterable)
+        ):
+            problem = f"returned {type(result).__name__}, not an iterator of outputs"
+            raise operator_error(self.ref, problem, where)
+        try:
+            for output in result:
                 target = end if pulled > len(window) else per_item[max(pulled - 1, 0)]
                 target.append(freeze(output))
-        except Exception as exc:
-            return [], (), f"{type(exc).__name__}: {exc}"
-        return [tuple(o) for o in per_item], tuple(end), None
+        except BaseException as exc:
+            raise operator_error(self.ref, raised(exc), where) from exc
+        return [tuple(o) for o in per_item], tuple(end)
 
 
 def _firing(instance: Any, element: Element, ports: int) -> Callable[[], Any]:
@@ -253,18 +319,22 @@ def _firing(instance: Any, element: Element, ports: int) -> Callable[[], Any]:
     return lambda: instance.process(row)
 
 
-def _untimed(call: Callable[[], Any]) -> tuple[tuple[Any, ...], str | None]:
+def _untimed(call: Callable[[], Any]) -> tuple[tuple[Any, ...], BaseException | None]:
+    """The firing's outputs, or what it raised: anything, ``SystemExit`` included (on a
+    thread of its own it would otherwise end the thread without a word, read as a stall)."""
     try:
-        return tuple(freeze(o) for o in (call() or ())), None
-    except Exception as exc:
-        return (), f"{type(exc).__name__}: {exc}"
+        return outputs_of(call()), None
+    except BaseException as exc:
+        return (), exc
 
 
-def _timed(call: Callable[[], Any], limit: float) -> tuple[bool, tuple[Any, ...], str | None]:
+def _timed(
+    call: Callable[[], Any], limit: float
+) -> tuple[bool, tuple[Any, ...], BaseException | None]:
     """Run one firing on a daemon thread; not done within ``limit`` seconds is a stall (the
     paper checks that the Controller's submit returns within blockingTimeLimit). A stalled
     thread is left to finish or wait on its own: it cannot be interrupted."""
-    box: list[tuple[tuple[Any, ...], str | None]] = []
+    box: list[tuple[tuple[Any, ...], BaseException | None]] = []
     thread = threading.Thread(target=lambda: box.append(_untimed(call)), daemon=True)
     thread.start()
     thread.join(limit)
@@ -273,11 +343,9 @@ def _timed(call: Callable[[], Any], limit: float) -> tuple[bool, tuple[Any, ...]
     return True, box[0][0], box[0][1]
 
 
-def _run(
-    firings: list[tuple[Any, ...]], stalled_at: int | None = None, error: str | None = None
-) -> Run:
+def _run(firings: list[tuple[Any, ...]], stalled_at: int | None = None) -> Run:
     output = tuple(o for firing in firings for o in firing)
-    return Run(output=output, firings=tuple(firings), stalled_at=stalled_at, error=error)
+    return Run(output=output, firings=tuple(firings), stalled_at=stalled_at)
 
 
 def _delay(physical: Physical, position: int) -> None:
@@ -297,8 +365,8 @@ def process_of(target: Any) -> Any:
     if callable(target) and not inspect.isgeneratorfunction(target) and _arity(target) == 0:
         try:
             product = target()
-        except Exception as exc:
-            raise InputError(f"the operator's factory raised {type(exc).__name__}: {exc}") from exc
+        except BaseException as exc:
+            raise InputError(f"the operator's factory {raised(exc)}") from exc
         return getattr(product, "process", None)
     return None
 

@@ -84,16 +84,22 @@ class Context:
 @dataclass(frozen=True, slots=True)
 class Check:
     """A check's result: evidence (a JSON-ready mapping) or None; whether the test produced
-    output (mutation and reuse feed on that); a selectivity hint (``selective``)."""
+    output (mutation and reuse feed on that); a selectivity hint (``selective``); whether it
+    tested anything (``tested``: not when a firing stalled before there was anything to
+    compare, or a partition-interference test had one key): a property whose checks tested
+    nothing is undetermined, never absent."""
 
     evidence: Mapping[str, Any] | None
     productive: bool
     hint: Mapping[str, Any] | None = None
     replay: Callable[[Test], Mapping[str, Any] | None] | None = field(default=None, compare=False)
+    tested: bool = True
 
 
 def _runs_ok(*runs: Run) -> bool:
-    return all(r.error is None and r.stalled_at is None for r in runs)
+    """No firing stalled (an operator's error is not a run: ``OperatorError`` ends the
+    command)."""
+    return all(r.stalled_at is None for r in runs)
 
 
 def _outputs(run: Run) -> list[Any]:
@@ -137,11 +143,11 @@ def nondeterminism_check(context: Context, test: Test, physical: Physical | None
     other = physical or other_physical(context, test)
     first = op.run(test, CANONICAL)
     productive = bool(first.output)
-    if not _runs_ok(first):  # a stalled or failed run has no output to compare
-        return Check(None, productive)
+    if not _runs_ok(first):  # a stalled run has no output to compare
+        return Check(None, productive, tested=False)
     second = op.run(test, other)
     if not _runs_ok(second):
-        return Check(None, productive)
+        return Check(None, productive, tested=False)
     differ = first.firings != second.firings if op.fires else first.output != second.output
     if not differ:
         return Check(None, productive)
@@ -180,7 +186,7 @@ def selectivity_check(context: Context, test: Test) -> Check:
     op = context.operator
     run = op.run(test)
     if not _runs_ok(run):
-        return Check(None, False)
+        return Check(None, False, tested=False)
     items = items_of(test)
     if op.fires and run.firings is not None:
         counts = [len(o) for e, o in zip(test, run.firings, strict=False) if not e.is_punctuation]
@@ -280,7 +286,7 @@ def statefulness_check(context: Context, test: Test) -> Check:
     op = context.operator
     run = op.run(test)
     if not _runs_ok(run):
-        return Check(None, False)
+        return Check(None, False, tested=False)
     productive = bool(run.output)
     found = _stateful_firings(test, run) if op.fires else _stateful_frame(context, test, run)
     if found is None:
@@ -341,7 +347,7 @@ def commutativity_check(context: Context, test: Test) -> Check:
     tail = tuple(e for e in test if e.is_punctuation)[-1:]
     first = op.run(test)
     if not _runs_ok(first):
-        return Check(None, False)
+        return Check(None, False, tested=False)
     for order in _permutations(context.rng, len(items)):
         permuted = tuple(items[i] for i in order) + tail
         other = op.run(permuted)
@@ -399,17 +405,17 @@ def interference_check(context: Context, test: Test) -> Check:
     op, keys = context.operator, context.keys
     whole = op.run(test)
     if not _runs_ok(whole):
-        return Check(None, False)
+        return Check(None, False, tested=False)
     groups = sorted({key_of(e, keys) for e in items_of(test)})
-    if len(groups) < 2:
-        return Check(None, bool(whole.output))
+    if len(groups) < 2:  # one key: nothing to interfere with
+        return Check(None, bool(whole.output), tested=False)
     union: Counter[Any] = Counter()
     alone: dict[str, list[Any]] = {}
     for group in groups:
         part = tuple(e for e in test if e.is_punctuation or key_of(e, keys) == group)
         run = op.run(part)
         if not _runs_ok(run):
-            return Check(None, bool(whole.output))
+            return Check(None, bool(whole.output), tested=False)
         union.update(run.output)
         alone[group] = _outputs(run)
     if union == whole.bag() or op.run(test).bag() != whole.bag():

@@ -138,10 +138,13 @@ def check_operator(
         else _not_applicable("blocking", "a one-input operator cannot block on another port")
     )
     done["blocking"] = blocking
-    if done["nondeterminism"].found:
+    if done["nondeterminism"].found or undetermined(done["nondeterminism"]):
         skip = (
             "non-deterministic: differences between runs cannot be told from order, state "
             "or keys (Fig. 4 tests it first): not tested"
+            if done["nondeterminism"].found
+            else "non-determinism undetermined: differences between runs could not be told "
+            "from order, state or keys: not tested"
         )
         for name in ("statefulness", "non_commutativity", "partition_interference"):
             done[name] = Outcome(name, found=False, extra={"undetermined": skip})
@@ -155,6 +158,11 @@ def check_operator(
         )
     else:
         run("statefulness")
+    if undetermined(done["statefulness"]):  # neither stateful nor, by Fig. 4, stateless
+        skip = "statefulness undetermined: nothing to infer it from: not tested"
+        for name in ("non_commutativity", "partition_interference"):
+            done[name] = Outcome(name, extra={"undetermined": skip})
+        return _report(context, plan, technique_name, done, started)
     stateful = done["statefulness"].found
     reason = "stateless, hence commutative and partition-isolated (Fig. 4): not tested"
     if stateful:
@@ -203,6 +211,17 @@ def _report(
     )
 
 
+def undetermined(outcome: Outcome) -> bool:
+    """Nothing was learnt of the property: neither found nor, for want of a test, absent."""
+    return "undetermined" in outcome.extra
+
+
+_UNTESTED = (
+    "none of its {tried} tests could be checked (a firing stalled, or a test held one key "
+    "only): neither found nor absent"
+)
+
+
 def _not_applicable(name: str, why: str) -> Outcome:
     return Outcome(name, applicable=False, extra={"reason": why})
 
@@ -216,7 +235,8 @@ def _algorithm_1(name: str, context: Context, plan: Plan, productive: list[Test]
     ]
     check_context = Context(context.operator, context.keys, rng, context.max_delay)
     selective: tuple[Test, Mapping[str, Any]] | None = None
-    tests = 0
+    tests = 0  # the tests that tested something (``Check.tested``)
+    tried = 0
     for round_number in range(plan.budget):
         for generator in generators:
             size = min(plan.max_items, 2 + round_number)
@@ -227,7 +247,8 @@ def _algorithm_1(name: str, context: Context, plan: Plan, productive: list[Test]
                 else GENERATE[name](check_context, generator, size)
             )
             check: Check = CHECK[name](check_context, test)
-            tests += 1
+            tried += 1
+            tests += check.tested
             generator.feedback(test, check.productive)
             if check.productive and name != "blocking":
                 productive.append(test)
@@ -235,6 +256,13 @@ def _algorithm_1(name: str, context: Context, plan: Plan, productive: list[Test]
                 selective = (test, check.hint)
             if check.evidence is not None:
                 return _found(name, check_context, plan, test, check, tests, started)
+    if tests == 0:  # a check that tested nothing never passes
+        return Outcome(
+            name,
+            tests=0,
+            seconds=time.monotonic() - started,
+            extra={"undetermined": _UNTESTED.format(tried=tried)},
+        )
     extra: dict[str, Any] = {}
     if name == "selectivity":
         extra["class"] = "one_to_one"

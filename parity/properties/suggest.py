@@ -11,6 +11,9 @@
 * ``noise``: a non-deterministic operator makes the reference disagree with itself: run it
   twice (``reference_runs: 2``) so that a verdict tells noise from a regression.
 
+A property left undetermined (no test of it could be checked) is never read as absent: the
+dependence stays ``ordered`` and the reference runs twice, as if it held.
+
 Every line carries its reason as a YAML comment.
 """
 
@@ -20,10 +23,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from parity.properties.runner import Report
+from parity.properties.runner import Report, undetermined
 
 #: a float that moved by less than this, relatively, moved in its last digits
 FLOAT_NOISE = 1e-6
+#: the properties a dependence is chosen from: one undetermined keeps every event's place
+ORDER_PROPERTIES = ("statefulness", "non_commutativity", "partition_interference")
 
 
 def suggest_spec(report: Report, output_columns: Sequence[str] | None = None) -> str:
@@ -32,7 +37,14 @@ def suggest_spec(report: Report, output_columns: Sequence[str] | None = None) ->
     dependence, reads = _dependence(report, output_columns)
     lines += dependence
     lines += _equality(props["nondeterminism"].evidence, reads)
-    if props["nondeterminism"].found:
+    if undetermined(props["nondeterminism"]):
+        lines += [
+            "# non-determinism undetermined (no test could be checked): run the reference",
+            "# twice to measure its own noise.",
+            "noise:",
+            "  reference_runs: 2",
+        ]
+    elif props["nondeterminism"].found:
         lines += [
             "# non-deterministic: the same input gave different outputs (evidence above);",
             "# run the reference twice to measure its own noise.",
@@ -55,6 +67,13 @@ def _dependence(report: Report, columns: Sequence[str] | None) -> tuple[list[str
         return [
             "# non-deterministic, so order, state and keys were not tested: keep every",
             "# event's place until they are (make the operator deterministic and re-run).",
+            "dependence: ordered",
+        ], []
+    unknown = [n for n in ORDER_PROPERTIES if undetermined(props[n])]
+    if unknown:
+        return [
+            f"# {', '.join(n.replace('_', '-') for n in unknown)} undetermined (no test could",
+            "# be checked): keep every event's place until they are known.",
             "dependence: ordered",
         ], []
     if not props["statefulness"].found:
