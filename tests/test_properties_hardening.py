@@ -27,7 +27,7 @@ from parity.properties.suggest import suggest_spec
 # store_fixtures is this module's pytest plugin and its sample run: its asserts are rewritten
 # before the import below (pytest warns, an error here, otherwise).
 pytest.register_assert_rewrite("store_fixtures")
-pytest_plugins = ["store_fixtures"]
+pytest_plugins = ["store_fixtures", "tests.spark_fixtures"]
 
 from store_fixtures import outcome, start  # noqa: E402
 
