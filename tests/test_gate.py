@@ -340,8 +340,8 @@ def write_spec(tmp_path: Path, extra: str = "") -> Spec:
 @pytest.fixture
 def history(sqlite_url: str, tmp_path: Path) -> str:
     """Runs of ``taxi``: v2 passed, v3 failed (both gated by the pipeline), v4 noisy and not
-    gated (its stored policy allows noise), and a v4 run still running; ``other`` only has a
-    running run."""
+    gated (its stored policy allows noise), and a v5 run still running (the newest);
+    ``other`` only has a running run."""
     spec = write_spec(tmp_path)
     with Store.open(sqlite_url) as store:
         complete(store, "taxi/1", candidate="v2", started=1, finished=2)
@@ -350,7 +350,7 @@ def history(sqlite_url: str, tmp_path: Path) -> str:
         record_run_gate(store, "taxi/2", spec)
         allow = {"gate": {"require": "equivalent", "allow_noisy": True, "expectations": True}}
         complete(store, "taxi/3", "noisy", candidate="v4", started=5, finished=6, spec=allow)
-        store.start_run(RunStart("taxi/4", "taxi", candidate_version="v4", started_at=hour(7)))
+        store.start_run(RunStart("taxi/4", "taxi", candidate_version="v5", started_at=hour(7)))
         store.start_run(RunStart("other/1", "other", started_at=hour(8)))
     return sqlite_url
 
@@ -361,13 +361,13 @@ def gate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]
     return code, out.splitlines(), err
 
 
-def test_gate_exits_0_when_the_candidates_latest_run_passed(
+def test_gate_exits_0_when_the_candidates_newest_run_opened_it(
     history: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert gate(capsys, "taxi", "--candidate", "v2", "--db", history) == (
         0,
         [
-            "taxi (candidate v2): gate passed: verdict equivalent; no expectation results",
+            "taxi (candidate v2): gate open: verdict equivalent; no expectation results",
             "  run: taxi/1 (scheduled, finished 2026-01-02T02:00:00+00:00)",
             "  versions: candidate v2, reference v1",
             "  verdict: equivalent",
@@ -378,48 +378,49 @@ def test_gate_exits_0_when_the_candidates_latest_run_passed(
     )
 
 
-def test_gate_exits_1_when_it_did_not_pass(
+def test_gate_exits_1_when_the_verdict_closed_it(
     history: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, lines, _ = gate(capsys, "taxi", "--candidate", "v3", "--db", history)
     assert code == 1
     assert lines[0] == (
-        "taxi (candidate v3): gate failed: verdict divergent (the gate requires equivalent); "
+        "taxi (candidate v3): gate closed: verdict divergent (the gate requires equivalent); "
         "no expectation results"
     )
     assert lines[3] == "  verdict: divergent (loss 1, reordering 2)"
 
 
-def test_gate_exits_2_without_a_completed_run(
+def test_gate_exits_3_while_the_newest_attempt_runs_or_without_a_run(
     history: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert gate(capsys, "other", "--db", history) == (
-        2,
+        3,
         [
-            "other: gate no run: no completed run",
-            "  note: a newer run other/1 is running (started 2026-01-02T08:00:00+00:00)",
+            "other: gate no usable verdict: in progress: run other/1 started "
+            "2026-01-02T08:00:00+00:00",
+            "  run: other/1 (manual, started 2026-01-02T08:00:00+00:00)",
+            "  versions: candidate -, reference -",
+            "  status: running",
         ],
         "",
     )
     code, lines, _ = gate(capsys, "taxi", "--candidate", "v9", "--db", history)
     assert (code, lines) == (
-        2,
-        ["taxi (candidate v9): gate no run: no completed run of candidate v9"],
+        3,
+        ["taxi (candidate v9): gate no usable verdict: no run for version v9"],
     )
 
 
 def test_an_ungated_run_is_evaluated_with_its_stored_policy(
     history: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, lines, _ = gate(capsys, "taxi", "--db", history)  # latest completed: taxi/3
+    code, lines, _ = gate(capsys, "taxi", "--candidate", "v4", "--db", history)  # taxi/3
     assert code == 0
     assert lines[0] == (
-        "taxi: gate passed: verdict noisy, allowed by gate.allow_noisy; no expectation results"
+        "taxi (candidate v4): gate open: verdict noisy, allowed by gate.allow_noisy; "
+        "no expectation results"
     )
-    assert lines[-2:] == [
-        "  decision: evaluated now (none recorded)",
-        "  note: a newer run taxi/4 is running (started 2026-01-02T07:00:00+00:00)",
-    ]
+    assert lines[-1] == "  decision: evaluated now (none recorded)"
 
 
 def test_gate_json_is_one_strict_object(history: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -430,7 +431,7 @@ def test_gate_json_is_one_strict_object(history: str, capsys: pytest.CaptureFixt
     assert document == {
         "validation": "taxi",
         "candidate_version": "v3",
-        "state": "failed",
+        "state": "closed",
         "passed": False,
         "exit_code": 1,
         "reason": "verdict divergent (the gate requires equivalent); no expectation results",
@@ -449,12 +450,15 @@ def test_gate_json_is_one_strict_object(history: str, capsys: pytest.CaptureFixt
                 "verdict divergent (the gate requires equivalent); no expectation results"
             ),
             "overrides": [],
+            "error": None,
             "counts": {"loss": 1, "duplication": 0, "reordering": 2, "corruption": 0},
             "total_divergences": 3,
             "expectations": {"total": 0, "failed": 0},
             "noise": None,
         },
         "newer_run": None,
+        "max_age": None,
+        "suggestions": [],
     }
 
 
@@ -463,7 +467,7 @@ def test_names_from_the_database_print_without_control_characters(sqlite_url: st
         complete(store, "r\x1b[2J", validation="evil\x1b[31m")
         status = gate_status(store, "evil\x1b[31m")
     assert status.headline() == (
-        "evil\\x1b[31m: gate passed: verdict equivalent; no expectation results"
+        "evil\\x1b[31m: gate open: verdict equivalent; no expectation results"
     )
     assert status.details()[0] == "run: r\\x1b[2J (scheduled, finished 2026-01-02T02:00:00+00:00)"
 
@@ -478,7 +482,7 @@ def test_the_real_command_exits_with_the_gate(history: str) -> None:
         check=False,
     )
     assert (result.returncode, result.stderr) == (1, "")
-    assert result.stdout.splitlines()[0].startswith("taxi (candidate v3): gate failed: ")
+    assert result.stdout.splitlines()[0].startswith("taxi (candidate v3): gate closed: ")
     bad = subprocess.run(
         [sys.executable, "-m", "parity", "gate", "taxi", "--db", "nosuchdriver://x"],
         cwd=ROOT,

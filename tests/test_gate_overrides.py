@@ -202,7 +202,7 @@ def test_parity_gate_says_why_an_overriding_run_does_not_open_it(
     assert main(["gate", "nightly", "--candidate", "untested", "--db", db_url]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == (
-        "nightly (candidate untested): gate failed: verdict equivalent; no expectation "
+        "nightly (candidate untested): gate closed: verdict equivalent; no expectation "
         "results; overrides dependence (gate.allow_overrides is false)"
     )
     assert "  overrides: dependence (the trigger's, not the spec's)" in lines
@@ -214,6 +214,6 @@ def test_parity_gate_opens_when_the_spec_allows_overrides(
     overriding_run(store, ("dependence",), GateSpec(allow_overrides=True).to_dict())
     assert main(["gate", "nightly", "--db", db_url]) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
-        "nightly: gate passed: verdict equivalent; no expectation results; overrides "
+        "nightly: gate open: verdict equivalent; no expectation results; overrides "
         "dependence, allowed by gate.allow_overrides"
     )

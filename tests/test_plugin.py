@@ -605,8 +605,8 @@ def test_trends_page_draws_one_chart_per_validation(client: Any, viewer: dict[st
     )
     assert "<title>2026-01-02 03:00 UTC: divergent, divergences loss 2, corr 1</title>" in taxi
     assert (
-        '<p class="gate gate-failed">gate failed: verdict noisy (gate.allow_noisy is false)</p>'
-        in taxi
+        '<p class="gate gate-no-verdict">gate no usable verdict: in progress: run '
+        f"{R5} started 2026-01-04T03:00:00+00:00</p>" in taxi  # the newest attempt decides
     )
 
 
@@ -622,28 +622,45 @@ def test_nice_ceiling_rounds_up_to_1_2_5(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_gate_api_answers_per_validation_and_candidate(client: Any, viewer: dict[str, str]) -> None:
+    """``parity gate --json``'s document: the newest attempt decides, whatever it is."""
+    keys = ("state", "passed", "exit_code", "reason", "recorded")
     latest = get(client, viewer, "/parity/api/gate/taxi_distance").json()
-    assert {k: latest[k] for k in ("state", "passed", "exit_code", "reason", "recorded")} == {
-        "state": "failed",
+    assert {k: latest[k] for k in keys} == {
+        "state": "no_verdict",
+        "passed": None,
+        "exit_code": 3,
+        "reason": f"in progress: run {R5} started 2026-01-04T03:00:00+00:00",
+        "recorded": False,
+    }
+    assert (latest["run"]["run_id"], latest["newer_run"]) == (R5, None)
+    candidate = get(client, viewer, "/parity/api/gate/taxi_distance?candidate=v1.6.0-rc1").json()
+    assert {k: candidate[k] for k in ("candidate_version", *keys)} == {
+        "candidate_version": "v1.6.0-rc1",
+        "state": "closed",
         "passed": False,
         "exit_code": 1,
         "reason": "verdict noisy (gate.allow_noisy is false)",
         "recorded": True,
     }
-    assert (latest["run"]["run_id"], latest["newer_run"]["run_id"]) == (R3, R5)
-    candidate = get(client, viewer, "/parity/api/gate/taxi_distance?candidate=v1.5.0").json()
-    assert (candidate["candidate_version"], candidate["run"]["run_id"], candidate["reason"]) == (
-        "v1.5.0",
-        R2,
-        "verdict divergent (the gate requires equivalent)",
+    assert candidate["run"]["run_id"] == R3
+    path = "/parity/api/gate/taxi_distance?candidate=v1.6.0-rc1&max_age=1d"
+    stale = get(client, viewer, path).json()  # R3 finished on 2026-01-03
+    assert (stale["state"], stale["exit_code"], stale["max_age"]) == ("no_verdict", 3, "1d")
+    assert stale["reason"].startswith("stale: finished ")
+    assert stale["reason"].endswith(" ago, older than --max-age 1d")
+    bad = client.get("/parity/api/gate/taxi_distance?max_age=1y", headers=viewer)
+    assert (bad.status_code, bad.json()) == (
+        400,
+        {"detail": "max_age: expected a duration such as 30m, 6h, 1d or 2w, got '1y'"},
     )
-    unknown = get(client, viewer, f"/parity/api/gate/{quoted('nope')}?candidate=v9").json()
-    assert (unknown["state"], unknown["passed"], unknown["exit_code"], unknown["reason"]) == (
-        "no run",
-        None,
-        2,
-        "no completed run of candidate v9",
-    )
+    unknown = get(client, viewer, "/parity/api/gate/taxi_distanse?candidate=v9", 404).json()
+    assert {k: unknown[k] for k in ("state", "exit_code", "reason", "suggestions")} == {
+        "state": "error",
+        "exit_code": 2,
+        "reason": "unknown validation 'taxi_distanse': no run has that name; "
+        "did you mean taxi_distance?",
+        "suggestions": ["taxi_distance"],
+    }
 
 
 # -- run detail -----------------------------------------------------------------------------
@@ -750,13 +767,20 @@ def test_a_store_that_is_down_is_a_503_logged_but_not_shown(
     with TestClient(down) as standalone:
         api = standalone.get("/api/runs", headers=viewer)
         page = standalone.get("/", headers=viewer)
-    assert (api.status_code, page.status_code) == (503, 503)
+        gate = standalone.get("/api/gate/taxi", params={"max_age": "1d"}, headers=viewer)
+    assert (api.status_code, page.status_code, gate.status_code) == (503, 503, 503)
     message = "the Parity results store is unavailable (see the log)"
     assert api.json() == {"detail": message}
+    assert {k: gate.json()[k] for k in ("validation", "state", "exit_code", "reason")} == {
+        "validation": "taxi",
+        "state": "error",
+        "exit_code": 2,
+        "reason": message,  # the gate's document, whatever the outcome
+    }
     assert f'<p class="error">{message}</p>' in page.text
     assert "127.0.0.1" not in page.text
     logged = [r.getMessage() for r in caplog.records if r.name == "parity_ui.app"]
-    assert len(logged) == 2
+    assert len(logged) == 3
     assert all("postgresql+psycopg://parity:***@127.0.0.1:1/parity" in line for line in logged)
     assert "s3cret" not in "".join(logged)
 

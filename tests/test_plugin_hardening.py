@@ -297,6 +297,17 @@ BAD_REQUESTS = [
     *[(route, q, m) for route in ("/trends", "/api/trends") for q, m in TREND_QUERIES],
     ("/api/gate/taxi", {"candidate": f"v{NUL}"}, "candidate: contains a NUL byte"),
     ("/api/gate/ta%00xi", {}, "validation: contains a NUL byte"),
+    ("/api/gate/taxi", {"max_age": f"1d{NUL}"}, "max_age: contains a NUL byte"),
+    (
+        "/api/gate/taxi",
+        {"max_age": "1y"},
+        "max_age: expected a duration such as 30m, 6h, 1d or 2w, got '1y'",
+    ),
+    (
+        "/api/gate/taxi",
+        {"max_age": "9" * 40 + "w"},
+        f"max_age: at most 3650d (ten years), got '{'9' * 40}w'",
+    ),
     ("/runs/taxi%00docs", {}, "run id: contains a NUL byte"),
     ("/api/runs/taxi%00docs", {}, "run id: contains a NUL byte"),
 ]

@@ -142,7 +142,7 @@ def test_a_run_whose_crashes_never_landed_is_an_error(
     reason = "only 0 of 1 crashes landed; lengthen the input or lower recovery.crashes"
     assert (code, out, err.splitlines()[-1]) == (2, "", f"parity: error: {reason}")
     assert _only_run(sqlite_url) == (RECOVERY, "failed", "error", reason)
-    assert _gate(sqlite_url, capsys) == 2  # "gate no run: no completed run": closed
+    assert _gate(sqlite_url, capsys) == 3  # "newest attempt failed": no usable verdict
 
 
 def test_a_run_that_wrote_nothing_is_an_error(
@@ -163,7 +163,7 @@ def test_a_run_that_wrote_nothing_is_an_error(
     )
     assert (code, out, err.splitlines()[-1]) == (2, "", f"parity: error: {reason}")
     assert _only_run(sqlite_url) == (RECOVERY, "failed", "error", reason)
-    assert _gate(sqlite_url, capsys) == 2  # "gate no run: no completed run": closed
+    assert _gate(sqlite_url, capsys) == 3  # "newest attempt failed": no usable verdict
 
 
 def test_a_run_that_crashed_and_wrote_its_windows_passes(
@@ -391,4 +391,4 @@ def test_the_dags_check_task_stores_a_run_that_tested_nothing_failed(
         assert (record.kind, record.status, record.verdict, record.error) == (
             RECOVERY, "failed", "error", reason
         )  # fmt: skip
-    assert _gate(db_url, capsys) == 2  # no completed run: the gate is closed
+    assert _gate(db_url, capsys) == 3  # the newest attempt failed: no usable verdict, closed

@@ -625,7 +625,7 @@ def test_report_and_gate_read_a_store_in_a_read_only_folder(tmp_path: Path) -> N
     assert report.returncode == 0, report.stderr
     assert report.stdout.startswith("run taxi/run-1: taxi_distance, divergent"), report.stdout
     assert gate.returncode == 1, gate.stderr  # the sample run's gate did not pass
-    assert gate.stdout.startswith("taxi_distance: gate failed: "), gate.stdout
+    assert gate.stdout.startswith("taxi_distance: gate closed: "), gate.stdout
     assert sorted(p.name for p in folder.iterdir()) == files
 
 

@@ -65,7 +65,7 @@ def test_a_run_of_another_kind_cannot_take_a_comparison_runs_id(
     assert len(stored.divergences) == 3
     assert main(["gate", "taxi_distance", "--db", db_url]) == 1
     assert capsys.readouterr().out.splitlines()[0] == (
-        "taxi_distance: gate failed: (no reason was recorded)"
+        "taxi_distance: gate closed: (no reason was recorded)"
     )
 
 

@@ -23,7 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 #: each subcommand's line in ``parity --help`` (its module's parser uses the same words)
 SUMMARY: dict[str, str] = {
     "compare": "compare two outputs under a validation spec",
-    "gate": "does the latest completed run of a validation pass its deploy gate?",
+    "gate": "may a validation's candidate ship? the newest attempt decides (exit 0 1 3 2)",
     "report": "show one recorded run: summary, JSON, or a self-contained HTML page",
     "history": "list recorded runs, newest first",
     "recovery": "crash a streaming job with SIGKILL, restart it, check its output",

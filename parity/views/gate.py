@@ -3,24 +3,45 @@
 ``decide`` is the gate's decision on a stored run (``matcher.gate.evaluate`` on its verdict
 and expectation results); the pipeline stores it with the run (``parity.airflow.gate``) and
 ``stored_decision`` reads it back. ``gate_status`` is what ``parity gate`` and the UI's JSON
-API read: the recorded decision, or, for a run recorded outside Airflow (no decision
-stored), the decision evaluated now with the gate policy the match job stored in the run's
-spec document.
+API read (DESIGN.md, "The release loop"): the NEWEST attempt of the validation (of that
+candidate version) decides, whatever its status, so that a failed or running attempt is
+never skipped in favour of an older verdict:
+
+    state       exit  when
+    open        0     the newest attempt completed and its gate opened
+    closed      1     it completed and the verdict or its expectations closed the gate
+    no_verdict  3     it is running, it failed, it finished longer ago than ``max_age``,
+                      or the validation never ran (for that version)
+    error       2     no run at all under that name (the nearest names are suggested);
+                      the callers turn a store that is down and bad arguments into it too
+
+A completed run's decision is the one the pipeline recorded, or, for a run recorded outside
+Airflow (no decision stored), the decision evaluated now with the gate policy the match job
+stored in the run's spec document.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from matcher.gate import GateDecision, GateSpec, empty_outputs, evaluate
 from matcher.serialize import json_safe
+from matcher.spec_bounds import parse_duration
 from matcher.store import RunRecord, RunSummary, Store, StoreError, UnknownRunError
+from matcher.store.records import utc_now
 from parity.views.printable import printable
 
-EXIT_PASSED, EXIT_FAILED, EXIT_NO_RUN = 0, 1, 2
+EXIT_OPEN, EXIT_CLOSED, EXIT_ERROR, EXIT_NO_VERDICT = 0, 1, 2, 3
+OPEN, CLOSED, NO_VERDICT, ERROR = "open", "closed", "no_verdict", "error"
+EXIT_CODES = {OPEN: EXIT_OPEN, CLOSED: EXIT_CLOSED, NO_VERDICT: EXIT_NO_VERDICT, ERROR: EXIT_ERROR}
+#: how the text output names each state
+WORDS = {OPEN: "open", CLOSED: "closed", NO_VERDICT: "no usable verdict", ERROR: "error"}
+#: at most this many names are suggested for an unknown validation
+SUGGESTIONS = 3
 
 
 def stored_decision(store: Store, run_id: str) -> GateDecision:
@@ -55,71 +76,90 @@ def expectations_passed(run: RunRecord) -> bool | None:
 
 
 @dataclass(frozen=True, slots=True)
+class MaxAge:
+    """How old a deciding verdict may be (``--max-age``, ``?max_age=``), as the caller
+    wrote it (the reason quotes it) and as a duration; the spec's durations and bounds."""
+
+    text: str
+    duration: dt.timedelta
+
+    @classmethod
+    def parse(cls, text: str) -> MaxAge:
+        """``30m``, ``6h``, ``1d``, ``2w``; a one-line ``ValueError`` otherwise."""
+        return cls(text, parse_duration(text))
+
+
+@dataclass(frozen=True, slots=True)
 class GateStatus:
     """The gate of a validation (and candidate version), as ``parity gate`` reports it.
 
-    ``passed`` is ``None`` when there is no completed run; ``recorded`` is whether the
-    decision is the one the pipeline stored (else it was evaluated now); ``newer`` is a run
-    that started later and has not completed (running, or failed), worth knowing about.
+    ``state`` is one of ``OPEN``, ``CLOSED``, ``NO_VERDICT``, ``ERROR`` (the exit code
+    follows from it); ``run`` is the newest attempt, the one that decided (``None`` when
+    there is none); ``recorded`` is whether an open or closed decision is the one the
+    pipeline stored (else it was evaluated now); ``suggestions`` are the known names
+    nearest an unknown validation.
     """
 
     validation: str
     candidate_version: str | None
-    passed: bool | None
+    state: str
     reason: str
     run: RunRecord | None = None
     recorded: bool = False
-    newer: RunSummary | None = None
+    max_age: str | None = None
+    suggestions: tuple[str, ...] = ()
+
+    @classmethod
+    def error(
+        cls, validation: str, candidate_version: str | None, reason: str, **more: Any
+    ) -> GateStatus:
+        """No answer at all (exit 2): the reason says what is wrong."""
+        return cls(validation, candidate_version, ERROR, reason, **more)
+
+    @property
+    def passed(self) -> bool | None:
+        """``True`` open, ``False`` closed, ``None`` no usable verdict or an error."""
+        return {OPEN: True, CLOSED: False}.get(self.state)
 
     @property
     def exit_code(self) -> int:
-        if self.passed is None:
-            return EXIT_NO_RUN
-        return EXIT_PASSED if self.passed else EXIT_FAILED
-
-    @property
-    def state(self) -> str:
-        """``passed``, ``failed``, or ``no run``."""
-        if self.passed is None:
-            return "no run"
-        return "passed" if self.passed else "failed"
+        return EXIT_CODES[self.state]
 
     def headline(self) -> str:
         """One line: the validation, the outcome, and why."""
         which = "" if self.candidate_version is None else f" (candidate {self.candidate_version})"
-        return printable(f"{self.validation}{which}: gate {self.state}: {self.reason}")
+        word = WORDS[self.state]
+        return printable(f"{self.validation}{which}: gate {word}: {self.reason}")
 
     def details(self) -> list[str]:
-        """A few ``name: value`` lines about the run the decision rests on."""
-        lines: list[str] = []
+        """A few ``name: value`` lines about the run the answer rests on."""
         run = self.run
-        if run is not None:
-            finished = "" if run.finished_at is None else f", finished {_iso(run.finished_at)}"
-            lines.append(f"run: {run.run_id} ({run.trigger}{finished})")
-            versions = f"candidate {run.candidate_version or '-'}"
-            lines.append(f"versions: {versions}, reference {run.reference_version or '-'}")
-            counts = ", ".join(f"{kind} {n}" for kind, n in run.counts.items() if n)
-            lines.append(f"verdict: {run.verdict}" + (f" ({counts})" if counts else ""))
-            if run.overrides:
-                lines.append(
-                    f"overrides: {', '.join(run.overrides)} (the trigger's, not the spec's)"
-                )
-            if run.noise and isinstance(run.noise.get("summary"), str):
-                lines.append(f"noise: {run.noise['summary']}")
-            failed = sum(not e.success for e in run.expectations)
-            total = len(run.expectations)
-            lines.append(f"expectations: {total - failed} passed, {failed} failed")
+        if run is None:
+            return []
+        when = run.started_at if run.finished_at is None else run.finished_at
+        finished = "started" if run.finished_at is None else "finished"
+        lines = [f"run: {run.run_id} ({run.trigger}, {finished} {_iso(when)})"]
+        versions = f"candidate {run.candidate_version or '-'}"
+        lines.append(f"versions: {versions}, reference {run.reference_version or '-'}")
+        if run.status != "completed":
+            lines.append(f"status: {run.status}")
+            return [printable(line) for line in lines]
+        counts = ", ".join(f"{kind} {n}" for kind, n in run.counts.items() if n)
+        lines.append(f"verdict: {run.verdict}" + (f" ({counts})" if counts else ""))
+        if run.overrides:
+            lines.append(f"overrides: {', '.join(run.overrides)} (the trigger's, not the spec's)")
+        if run.noise and isinstance(run.noise.get("summary"), str):
+            lines.append(f"noise: {run.noise['summary']}")
+        failed = sum(not e.success for e in run.expectations)
+        lines.append(f"expectations: {len(run.expectations) - failed} passed, {failed} failed")
+        if self.state in (OPEN, CLOSED):
             how = "recorded by the pipeline" if self.recorded else "evaluated now (none recorded)"
             lines.append(f"decision: {how}")
-        if self.newer is not None:
-            lines.append(
-                f"note: a newer run {self.newer.run_id} is {self.newer.status}"
-                f" (started {_iso(self.newer.started_at)})"
-            )
         return [printable(line) for line in lines]
 
     def to_dict(self) -> dict[str, Any]:
-        """The status as JSON-safe values (``parity gate --json``, the UI's API)."""
+        """The status as JSON-safe values (``parity gate --json``, the UI's API).
+        ``newer_run`` is always null: the newest attempt decides (kept for readers)."""
         document: dict[str, Any] = {
             "validation": self.validation,
             "candidate_version": self.candidate_version,
@@ -129,32 +169,48 @@ class GateStatus:
             "reason": self.reason,
             "recorded": self.recorded,
             "run": None if self.run is None else _run_document(self.run),
-            "newer_run": None if self.newer is None else _summary_document(self.newer),
+            "newer_run": None,
+            "max_age": self.max_age,
+            "suggestions": list(self.suggestions),
         }
         return dict(json_safe(document))
 
 
-def gate_status(store: Store, validation: str, candidate_version: str | None = None) -> GateStatus:
-    """The gate of ``validation``'s latest completed run (of ``candidate_version``)."""
-    latest = store.latest_run(validation, candidate_version, completed_only=True)
+def gate_status(
+    store: Store,
+    validation: str,
+    candidate_version: str | None = None,
+    *,
+    max_age: MaxAge | None = None,
+    now: dt.datetime | None = None,
+) -> GateStatus:
+    """The gate of ``validation`` (of ``candidate_version``): what its newest attempt says."""
+    age_text = None if max_age is None else max_age.text
     newest = store.latest_run(validation, candidate_version, completed_only=False)
-    newer = newest if newest is not None and newest.status != "completed" else None
-    run = None if latest is None else store.get_run(latest.run_id)
-    if run is None or run.status != "completed":
-        which = "" if candidate_version is None else f" of candidate {candidate_version}"
+    run = None if newest is None else store.get_run(newest.run_id)
+    if run is None:  # none, or expired between the two reads
+        return _never_ran(store, validation, candidate_version, age_text)
+
+    def status(state: str, reason: str, recorded: bool = False) -> GateStatus:
         return GateStatus(
-            validation, candidate_version, None, f"no completed run{which}", newer=newer
+            validation, candidate_version, state, reason, run, recorded, max_age=age_text
         )
-    if newer is not None and newer.started_at <= run.started_at:
-        newer = None
+
+    if run.status == "running":
+        return status(NO_VERDICT, f"in progress: run {run.run_id} started {_iso(run.started_at)}")
+    if run.status != "completed":
+        return status(NO_VERDICT, f"newest attempt failed: {run.error or '(no error recorded)'}")
+    if max_age is not None and run.finished_at is not None:
+        ago = (utc_now() if now is None else now) - run.finished_at
+        if ago > max_age.duration:
+            reason = f"stale: finished {_span(ago)} ago, older than --max-age {max_age.text}"
+            return status(NO_VERDICT, reason)
     if run.gate_passed is not None:
         reason = run.gate_reason or "(no reason was recorded)"
-        return GateStatus(validation, candidate_version, run.gate_passed, reason, run, True, newer)
+        return status(OPEN if run.gate_passed else CLOSED, reason, recorded=True)
     policy, suites = stored_policy(run.spec)
     decision = decide(policy, run, expected_suites=suites)
-    return GateStatus(
-        validation, candidate_version, decision.passed, decision.reason, run, False, newer
-    )
+    return status(OPEN if decision.passed else CLOSED, decision.reason)
 
 
 def stored_policy(spec: Any) -> tuple[GateSpec, int]:
@@ -176,6 +232,37 @@ def stored_policy(spec: Any) -> tuple[GateSpec, int]:
 # -- helpers -------------------------------------------------------------------------------
 
 
+def _never_ran(
+    store: Store, validation: str, candidate_version: str | None, max_age: str | None
+) -> GateStatus:
+    """No attempt to decide: "no usable verdict" for a validation the store knows (by any
+    run, a properties run included), an error naming the nearest names for a typo."""
+    known = store.validations()
+    if validation in known:
+        which = "any version" if candidate_version is None else f"version {candidate_version}"
+        reason = f"no run for {which}"
+        return GateStatus(validation, candidate_version, NO_VERDICT, reason, max_age=max_age)
+    near = tuple(difflib.get_close_matches(validation, known, n=SUGGESTIONS))
+    hint = f"; did you mean {', '.join(near)}?" if near else ""
+    reason = f"unknown validation {validation!r}: no run has that name{hint}"
+    return GateStatus.error(
+        validation, candidate_version, reason, max_age=max_age, suggestions=near
+    )
+
+
+def _span(delta: dt.timedelta) -> str:
+    """A duration as its largest unit and the next one when not zero: ``200d``, ``3d 4h``,
+    ``2h 5m``, ``45s``."""
+    seconds = max(int(delta.total_seconds()), 0)
+    amounts = []
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)):
+        amounts.append((seconds // size, unit))
+        seconds %= size
+    first = next((i for i, (n, _) in enumerate(amounts) if n), len(amounts) - 1)
+    shown = [amounts[first], *(a for a in amounts[first + 1 : first + 2] if a[0])]
+    return " ".join(f"{n}{unit}" for n, unit in shown)
+
+
 def _summary_document(run: RunSummary) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
@@ -195,6 +282,7 @@ def _summary_document(run: RunSummary) -> dict[str, Any]:
 def _run_document(run: RunRecord) -> dict[str, Any]:
     return {
         **_summary_document(run),
+        "error": run.error,
         "counts": dict(run.counts),
         "total_divergences": run.total_divergences,
         "expectations": {

@@ -11,7 +11,9 @@
     GET /parity/api/runs/{run_id}          the run's report document
     GET /parity/api/trends                 the trends as JSON: ?validation= &runs=N
     GET /parity/api/validations            every validation with a run
-    GET /parity/api/gate/{validation}      the gate: ?candidate=VERSION
+    GET /parity/api/gate/{validation}      the gate: ?candidate=VERSION &max_age=DURATION
+                                           (``parity gate --json``'s document; 404 for an
+                                           unknown validation, 503 for a store that is down)
     GET /parity/static/{name}              the page's CSS, script and icon
 
 Every route depends on Airflow's own authorization check for reading DAG runs
@@ -53,7 +55,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from matcher import uris
 from matcher.store import DATA_DOCS_DIR, RunRecord, Store, StoreError
-from parity.views.gate import gate_status
+from parity.views.gate import ERROR, GateStatus, MaxAge, gate_status
 from parity.views.report import DATA_DOCS_LINK, render_report_html, report_document
 from parity_ui.datadocs import open_data_docs_file
 from parity_ui.filters import (
@@ -251,9 +253,23 @@ def create_app(store_url: str | None = None) -> FastAPI:
         return {"validations": store.validations()}
 
     @app.get("/api/gate/{validation}")
-    def api_gate(request: Request, validation: str, store: StoreDep) -> dict[str, Any]:
+    def api_gate(request: Request, validation: str) -> JSONResponse:
+        """``parity gate --json``'s document, whatever the outcome (its ``exit_code``)."""
+        name = path_text("validation", validation)
         candidate = optional_text(request.query_params, "candidate")
-        return gate_status(store, path_text("validation", validation), candidate).to_dict()
+        age = optional_text(request.query_params, "max_age")
+        try:
+            max_age = None if age is None else MaxAge.parse(age)
+        except ValueError as exc:
+            raise FilterError(f"max_age: {exc}") from None
+        try:
+            status = gate_status(_store(request), name, candidate, max_age=max_age)
+        except StoreError as exc:  # the same document, not the other routes' {"detail"}
+            _log.error("the Parity results store failed: %s", exc)
+            reason = "the Parity results store is unavailable (see the log)"
+            status = GateStatus.error(name, candidate, reason, max_age=age)
+            return JSONResponse(status.to_dict(), status_code=503)
+        return JSONResponse(status.to_dict(), status_code=404 if status.state == ERROR else 200)
 
     @app.get("/static/{name}")
     def static(name: str) -> FileResponse:
