@@ -40,16 +40,17 @@ def note_interrupts() -> None:
         signal.signal(signal.SIGINT, _on_interrupt)
 
 
-def interrupted() -> bool:
-    """Whether a real SIGINT has arrived since ``note_interrupts``: a Ctrl-C ends the
-    command, so from then on every ``KeyboardInterrupt`` is the user's, never user code's."""
-    return _interrupts > 0
+class Interrupted(KeyboardInterrupt):
+    """The ``KeyboardInterrupt`` a real SIGINT raises once ``note_interrupts`` is installed:
+    the user stopped the command. Code that catches what an operator raises (``parity
+    properties``) tells it from one the operator raised itself by its class, with no state
+    that outlives the command."""
 
 
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     global _interrupts
     _interrupts += 1
-    signal.default_int_handler(signum, frame)
+    raise Interrupted
 
 
 def _is_bool(value: Any) -> bool:

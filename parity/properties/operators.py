@@ -50,7 +50,7 @@ from typing import Any, Protocol
 from pyspark.sql import Row
 
 from matcher.errors import InputError, ParityError
-from matcher.user_code import interrupted
+from matcher.user_code import Interrupted
 from parity.properties.elements import Element, Run, freeze
 
 SHAPES = ("dataframe", "stream", "pair")
@@ -98,8 +98,8 @@ def raised(exc: BaseException) -> str:
     """An exception as the error line shows it: ``raised Type: text`` (text cut short), or
     ``called sys.exit(CODE)``. A ``KeyboardInterrupt`` after a real Ctrl-C is raised again:
     the user stopped the command (exit 130), the operator did not fail
-    (``matcher.user_code.interrupted``)."""
-    if isinstance(exc, KeyboardInterrupt) and interrupted():
+    (``matcher.user_code.Interrupted``)."""
+    if isinstance(exc, Interrupted):
         raise exc
     if isinstance(exc, SystemExit):
         return f"called sys.exit({'' if exc.code is None else repr(exc.code)})"
