@@ -69,6 +69,7 @@ LONG_FILES = (
     "test_examples.py",
     "test_match_job.py",
     "test_recovery_dag.py",
+    "test_adhoc_overrides.py",
     "test_cli.py",
 )
 
