@@ -307,10 +307,8 @@ def stored_run(sqlite_url: str) -> str:
 
 
 def _device(path: Path) -> None:
-    try:
-        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a /dev/null of its own
-    except PermissionError:
-        pytest.skip("cannot make a device node here")
+    # a /dev/null of its own: the project's machines and CI run the tests as root
+    os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
 
 
 PLANTED = {

@@ -130,8 +130,7 @@ def test_the_errors_file_defines_no_dag_when_every_spec_builds(parity_env: Parit
 def test_a_link_out_of_the_folder_is_refused_unread(
     target: str, parity_env: ParityEnv, tmp_path: Path
 ) -> None:
-    if not os.path.isfile(target):
-        pytest.skip(f"no {target} here")
+    assert os.path.isfile(target)  # Debian has both: the link must point at a real file
     (parity_env.validations / "good.yaml").write_text(spec("good"))
     (parity_env.validations / "x.yaml").symlink_to(target)
     bag = dag_bag()
