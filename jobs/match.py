@@ -61,6 +61,7 @@ from matcher.printable import printable
 from matcher.serialize import json_safe
 from matcher.spark.failures import known_failure
 from matcher.spec import ApplicationSpec, Spec
+from matcher.spec_digest import verdict_digest
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store
 from matcher.store.records import COMPARISON, MATCHED_KINDS
 from matcher.store.run_ids import adhoc_run_id, pipeline_run_id
@@ -230,7 +231,16 @@ def build_run_start(args: argparse.Namespace, spec: Spec) -> RunStart:
         task_try=args.task_try,
         engine=args.engine,
         kind=args.kind,
+        spec_hash=_spec_hash(args, spec),
     )
+
+
+def _spec_hash(args: argparse.Namespace, spec: Spec) -> str | None:
+    """The verdict digest of the spec the run is bound to (``matcher.spec_digest``). Under a
+    DAG the plan task stored the digest of the DAG's own spec, and the job's spec may be the
+    run's effective one (the spec with the trigger's overrides, which are recorded and gated
+    on their own): ``None`` keeps the plan's."""
+    return None if args.dag_id is not None else verdict_digest(spec)
 
 
 def _version(application: ApplicationSpec | None) -> str | None:

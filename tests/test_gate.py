@@ -14,7 +14,8 @@ from alembic import command
 from sqlalchemy import Engine, inspect, text
 
 from matcher.gate import GateDecision, GateSpec, empty_outputs, evaluate
-from matcher.spec import Spec, load_spec
+from matcher.spec import Spec, load_spec, parse_spec, parse_yaml
+from matcher.spec_digest import verdict_digest
 from matcher.store import (
     ExpectationRecord,
     RunOutcome,
@@ -33,6 +34,9 @@ pytest_plugins = ["store_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 UTC = dt.UTC
 STRICT, NOISY_OK, LAX = GateSpec(), GateSpec(allow_noisy=True), GateSpec(expectations=False)
+#: today's spec of ``taxi`` and ``other`` (its name aside): the runs here are made under it
+TODAY_SPEC = "reference: {application: ref.py, version: v1}\ndependence: {key: [taxi_id]}\n"
+TODAY = verdict_digest(parse_spec(parse_yaml(TODAY_SPEC, "<spec>")))
 
 
 def hour(n: int) -> dt.datetime:
@@ -228,6 +232,7 @@ def complete(
             candidate_version=candidate,
             started_at=hour(started),
             spec=spec,
+            spec_hash=TODAY,
         )
     )
     counts = {} if verdict == "equivalent" else {"loss": 1, "reordering": 2}
@@ -338,11 +343,17 @@ def write_spec(tmp_path: Path, extra: str = "") -> Spec:
 
 
 @pytest.fixture
-def history(sqlite_url: str, tmp_path: Path) -> str:
+def history(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """Runs of ``taxi``: v2 passed, v3 failed (both gated by the pipeline), v4 noisy and not
     gated (its stored policy allows noise), and a v5 run still running (the newest);
-    ``other`` only has a running run."""
+    ``other`` only has a running run. Today's specs of both are in the validations folder
+    (``PARITY_VALIDATIONS_DIR``, which the real commands inherit)."""
     spec = write_spec(tmp_path)
+    folder = tmp_path / "validations"
+    folder.mkdir()
+    for name in ("taxi", "other"):
+        (folder / f"{name}.yaml").write_text(f"name: {name}\n{TODAY_SPEC}", encoding="utf-8")
+    monkeypatch.setenv("PARITY_VALIDATIONS_DIR", str(folder))
     with Store.open(sqlite_url) as store:
         complete(store, "taxi/1", candidate="v2", started=1, finished=2)
         record_run_gate(store, "taxi/1", spec)
@@ -372,6 +383,7 @@ def test_gate_exits_0_when_the_candidates_newest_run_opened_it(
             "  versions: candidate v2, reference v1",
             "  verdict: equivalent",
             "  expectations: 0 passed, 0 failed",
+            f"  spec: {TODAY[:12]}… (today's)",
             "  decision: recorded by the pipeline",
         ],
         "",
@@ -450,6 +462,7 @@ def test_gate_json_is_one_strict_object(history: str, capsys: pytest.CaptureFixt
                 "verdict divergent (the gate requires equivalent); no expectation results"
             ),
             "overrides": [],
+            "spec_hash": TODAY,
             "error": None,
             "counts": {"loss": 1, "duplication": 0, "reordering": 2, "corruption": 0},
             "total_divergences": 3,
@@ -459,6 +472,8 @@ def test_gate_json_is_one_strict_object(history: str, capsys: pytest.CaptureFixt
         "newer_run": None,
         "max_age": None,
         "suggestions": [],
+        "approval": None,
+        "spec": {"hash": TODAY, "current": TODAY, "matches": True},
     }
 
 

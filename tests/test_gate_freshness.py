@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from matcher.spec import parse_spec, parse_yaml
+from matcher.spec_digest import verdict_digest
 from matcher.store import RunOutcome, RunStart, Store
 from matcher.store.records import PROPERTIES, utc_now
 from parity.cli import main
@@ -26,6 +28,21 @@ pytest_plugins = ["store_fixtures"]
 ROOT = Path(__file__).resolve().parents[1]
 UTC = dt.UTC
 FAILED = "spark-submit exited 1: candidate raised ValueError"
+#: today's spec of every validation here (its name aside): the runs are made under it
+SPEC = "reference: {application: ref.py, version: v1}\ndependence: {key: [taxi_id]}\n"
+TODAY = verdict_digest(parse_spec(parse_yaml(SPEC, "<spec>")))
+
+
+@pytest.fixture(autouse=True)
+def specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Today's specs of ``taxi`` and ``tax_report`` in a validations folder the gate finds
+    (``PARITY_VALIDATIONS_DIR``, inherited by the real commands too)."""
+    folder = tmp_path / "validations"
+    folder.mkdir()
+    for name in ("taxi", "tax_report"):
+        (folder / f"{name}.yaml").write_text(f"name: {name}\n{SPEC}", encoding="utf-8")
+    monkeypatch.setenv("PARITY_VALIDATIONS_DIR", str(folder))
+    return folder
 
 
 def hour(n: int) -> dt.datetime:
@@ -40,6 +57,7 @@ def start(run_id: str, candidate: str | None, started: dt.datetime, **more: Any)
         reference_version="v1",
         candidate_version=candidate,
         started_at=started,
+        spec_hash=more.pop("spec_hash", TODAY),
         **more,
     )
 

@@ -14,8 +14,9 @@ import pytest
 from matcher.errors import SpecError
 from matcher.gate import GateSpec, evaluate
 from matcher.spec import Spec, parse_spec, parse_yaml
+from matcher.spec_digest import verdict_digest
 from matcher.store import RunOutcome, RunStart, Store
-from parity.airflow.gate import record_run_gate
+from parity.airflow.gate import plan_start, record_run_gate
 from parity.airflow.plan import AdhocPolicy, RunContext, RunPlan, plan_run
 from parity.cli import main
 
@@ -147,22 +148,38 @@ def test_a_plan_from_before_overridden_counts_every_override(spec: Spec, tmp_pat
 # -- the gate task and parity gate, on a stored run ------------------------------------------
 
 
-def overriding_run(store: Store, overrides: tuple[str, ...], gate: dict[str, Any]) -> None:
+def todays_spec(tmp_path: Path, gate: dict[str, Any]) -> tuple[str, str]:
+    """Today's spec of ``nightly`` with ``gate``: its file (for ``--spec``) and its digest."""
+    path = tmp_path / "today" / "nightly.yaml"
+    path.parent.mkdir(exist_ok=True)
+    text = SPEC + f"gate: {{allow_overrides: {str(gate['allow_overrides']).lower()}}}\n"
+    path.write_text(text, encoding="utf-8")
+    return str(path), verdict_digest(parse_spec(parse_yaml(text, str(path)), str(path)))
+
+
+def overriding_run(
+    store: Store, overrides: tuple[str, ...], gate: dict[str, Any], spec_hash: str | None = None
+) -> None:
+    # The plan task's start: the overrides, and the digest of the DAG's spec.
     store.start_run(
         RunStart(
             "parity_nightly/manual__o",
             "nightly",
             trigger="adhoc",
+            reference_version="1.0",
             candidate_version="untested",
             overrides=overrides,
+            spec_hash=spec_hash,
         )
     )
-    # The match job's own start, which does not know the overrides, then its verdict.
+    # The match job's own start, which states neither (it may run the effective spec),
+    # then its verdict.
     store.start_run(
         RunStart(
             "parity_nightly/manual__o",
             "nightly",
             trigger="adhoc",
+            reference_version="1.0",
             candidate_version="untested",
             spec={"gate": gate},
         )
@@ -195,11 +212,13 @@ def test_the_gate_task_counts_the_plans_overrides_too(store: Store, spec: Spec) 
 
 
 def test_parity_gate_says_why_an_overriding_run_does_not_open_it(
-    store: Store, db_url: str, capsys: pytest.CaptureFixture[str]
+    store: Store, db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     # Recorded outside Airflow (no stored decision): evaluated now, with the stored policy.
-    overriding_run(store, ("dependence",), GateSpec().to_dict())
-    assert main(["gate", "nightly", "--candidate", "untested", "--db", db_url]) == 1
+    path, digest = todays_spec(tmp_path, GateSpec().to_dict())
+    overriding_run(store, ("dependence",), GateSpec().to_dict(), digest)
+    args = ["gate", "nightly", "--candidate", "untested", "--spec", path, "--db", db_url]
+    assert main(args) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == (
         "nightly (candidate untested): gate closed: verdict equivalent; no expectation "
@@ -209,11 +228,30 @@ def test_parity_gate_says_why_an_overriding_run_does_not_open_it(
 
 
 def test_parity_gate_opens_when_the_spec_allows_overrides(
-    store: Store, db_url: str, capsys: pytest.CaptureFixture[str]
+    store: Store, db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    overriding_run(store, ("dependence",), GateSpec(allow_overrides=True).to_dict())
-    assert main(["gate", "nightly", "--db", db_url]) == 0
+    allowing = GateSpec(allow_overrides=True).to_dict()
+    path, digest = todays_spec(tmp_path, allowing)
+    overriding_run(store, ("dependence",), allowing, digest)
+    assert main(["gate", "nightly", "--spec", path, "--db", db_url]) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
         "nightly: gate open: verdict equivalent; no expectation results; overrides "
         "dependence, allowed by gate.allow_overrides"
     )
+
+
+def test_an_overriding_run_is_bound_to_the_dags_spec_not_its_effective_one(
+    spec: Spec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The plan's spec file is the effective spec (the overrides laid over the DAG's): the
+    # run's digest is the DAG's spec's, so that an allowed override can still open the gate.
+    made = planned(spec, tmp_path, equality=LOOSE_EQUALITY)
+    assert made.spec_file.endswith("spec.yaml") and made.overridden == ("equality",)
+    assert plan_start(made, spec=spec).spec_hash == verdict_digest(spec)
+    # No spec given: the validations folder's (the DAG's), never the effective one's.
+    monkeypatch.setenv("PARITY_VALIDATIONS_DIR", str(tmp_path / "dags" / "validations"))
+    assert plan_start(made).spec_hash == verdict_digest(spec)
+    monkeypatch.setenv("PARITY_VALIDATIONS_DIR", str(tmp_path / "nowhere"))
+    assert plan_start(made).spec_hash is None
+    plain = planned(spec, tmp_path)
+    assert plan_start(plain).spec_hash == verdict_digest(spec)  # its file is the DAG's

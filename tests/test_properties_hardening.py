@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from matcher.spec import load_spec
+from matcher.spec_digest import verdict_digest
 from matcher.store import Store
 from matcher.store.records import COMPARISON, PROPERTIES
 from parity.cli import main
@@ -164,12 +166,19 @@ def test_a_dataframe_operator_that_fails_is_an_error(spark: Any, name: str, prob
 
 
 def test_a_properties_run_never_replaces_a_comparison_run(
-    db_url: str, capsys: pytest.CaptureFixture[str]
+    db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    spec = tmp_path / "taxi_distance.yaml"  # today's spec, which the gate binds to
+    spec.write_text(
+        "name: taxi_distance\nreference: {application: ref.py, version: v1.4.0}\n"
+        "dependence: {key: [id]}\n",
+        encoding="utf-8",
+    )
     with Store.open(db_url) as store:
-        store.start_run(start("taxi/run-1"))
+        store.start_run(start("taxi/run-1", spec_hash=verdict_digest(load_spec(spec))))
         store.record_run("taxi/run-1", outcome())
-    assert main(["gate", "taxi_distance", "--db", db_url]) == 1
+    gate = ["gate", "taxi_distance", "--spec", str(spec), "--db", db_url]
+    assert main(gate) == 1
     capsys.readouterr()
     argv = ["properties", f"{H}:Raises", "--sample", ITEMS, "--db", db_url, "--no-progress"]
     assert main([*argv, "--run-id", "taxi/run-1", "--validation", "taxi_distance"]) == 2
@@ -179,7 +188,7 @@ def test_a_properties_run_never_replaces_a_comparison_run(
     )
     record = _db_run(db_url, "taxi/run-1")
     assert (record.kind, record.status, record.verdict) == (COMPARISON, "completed", "divergent")
-    assert main(["gate", "taxi_distance", "--db", db_url]) == 1
+    assert main(gate) == 1
 
 
 # --- item 11: stored from its start ----------------------------------------------------------

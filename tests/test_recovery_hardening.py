@@ -118,8 +118,8 @@ def _only_run(db: str) -> tuple[str, str | None, str | None, str | None]:
     return record.kind, record.status, record.verdict, record.error
 
 
-def _gate(db: str, capsys: pytest.CaptureFixture[str]) -> int:
-    code = main(["gate", "hardening", "--db", db])
+def _gate(db: str, capsys: pytest.CaptureFixture[str], spec: Path) -> int:
+    code = main(["gate", "hardening", "--spec", str(spec), "--db", db])
     capsys.readouterr()
     return code
 
@@ -142,7 +142,7 @@ def test_a_run_whose_crashes_never_landed_is_an_error(
     reason = "only 0 of 1 crashes landed; lengthen the input or lower recovery.crashes"
     assert (code, out, err.splitlines()[-1]) == (2, "", f"parity: error: {reason}")
     assert _only_run(sqlite_url) == (RECOVERY, "failed", "error", reason)
-    assert _gate(sqlite_url, capsys) == 3  # "newest attempt failed": no usable verdict
+    assert _gate(sqlite_url, capsys, _spec(tmp_path)) == 3  # newest attempt failed
 
 
 def test_a_run_that_wrote_nothing_is_an_error(
@@ -163,7 +163,7 @@ def test_a_run_that_wrote_nothing_is_an_error(
     )
     assert (code, out, err.splitlines()[-1]) == (2, "", f"parity: error: {reason}")
     assert _only_run(sqlite_url) == (RECOVERY, "failed", "error", reason)
-    assert _gate(sqlite_url, capsys) == 3  # "newest attempt failed": no usable verdict
+    assert _gate(sqlite_url, capsys, _spec(tmp_path)) == 3  # newest attempt failed
 
 
 def test_a_run_that_crashed_and_wrote_its_windows_passes(
@@ -391,4 +391,4 @@ def test_the_dags_check_task_stores_a_run_that_tested_nothing_failed(
         assert (record.kind, record.status, record.verdict, record.error) == (
             RECOVERY, "failed", "error", reason
         )  # fmt: skip
-    assert _gate(db_url, capsys) == 3  # the newest attempt failed: no usable verdict, closed
+    assert _gate(db_url, capsys, _spec(tmp_path)) == 3  # the newest attempt failed

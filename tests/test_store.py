@@ -17,6 +17,8 @@ from sqlalchemy import Engine, make_url, text
 
 from matcher.dependence import by_key
 from matcher.online import compare
+from matcher.spec import load_spec
+from matcher.spec_digest import verdict_digest
 from matcher.store import (
     ColumnStat,
     RunOutcome,
@@ -607,8 +609,14 @@ def test_report_and_gate_read_a_store_in_a_read_only_folder(tmp_path: Path) -> N
     folder = tmp_path / "results"
     folder.mkdir()
     url = f"sqlite:///{folder / 'parity.db'}"
+    spec = tmp_path / "taxi_distance.yaml"  # today's spec, which the run was made under
+    spec.write_text(
+        "name: taxi_distance\nreference: {application: ref.py, version: v1.4.0}\n"
+        "dependence: {key: [id]}\n",
+        encoding="utf-8",
+    )
     with Store.open(url) as store:
-        store.start_run(start())
+        store.start_run(start(spec_hash=verdict_digest(load_spec(spec))))
         store.record_run("taxi/run-1", outcome())
     files = sorted(p.name for p in folder.iterdir())
     parity = str(Path(sys.executable).parent / "parity")
@@ -616,7 +624,9 @@ def test_report_and_gate_read_a_store_in_a_read_only_folder(tmp_path: Path) -> N
         folder.chmod(0o555)
     try:
         report = _run_in_read_only_folder(folder, [parity, "report", "taxi/run-1", "--db", url])
-        gate = _run_in_read_only_folder(folder, [parity, "gate", "taxi_distance", "--db", url])
+        gate = _run_in_read_only_folder(
+            folder, [parity, "gate", "taxi_distance", "--spec", str(spec), "--db", url]
+        )
         # The test really is read-only: a writer fails there.
         write = _run_in_read_only_folder(folder, ["touch", str(folder / "probe")])
     finally:
@@ -640,12 +650,12 @@ def test_readers_refuse_a_schema_behind_this_parity(
         assert main([*command, "--db", db_url]) == 2
         assert capsys.readouterr().err == (
             f"parity: error: the results database at {shown} is at revision 0003, this "
-            "Parity needs 0006: run `parity db upgrade`\n"
+            "Parity needs 0007: run `parity db upgrade`\n"
         )
     with Store(db_url) as store, store._engine.connect() as connection:
         assert current_revision(connection) == "0003"  # the readers did not migrate it
     assert main(["db", "upgrade", "--db", db_url]) == 0
-    assert capsys.readouterr().out == f"{shown}: at revision 0006\n"
+    assert capsys.readouterr().out == f"{shown}: at revision 0007\n"
     assert main(["report", "taxi/run-1", "--db", db_url]) == 2
     assert capsys.readouterr().err == f"parity: error: no run 'taxi/run-1' in {shown}\n"
 

@@ -5,10 +5,13 @@ the gate's part is in ``tests/test_gate_overrides.py``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from matcher.spec import parse_spec, parse_yaml
+from matcher.spec_digest import verdict_digest
 from matcher.store import ColumnStat, RunOutcome, Store, StoredDivergence, StoreError
 from matcher.store.errors import InvalidRecordError
 from matcher.store.records import RunStart
@@ -21,10 +24,24 @@ pytest_plugins = ["store_fixtures"]
 from store_fixtures import outcome, start  # noqa: E402
 
 RUN = "taxi/run-1"
+#: today's spec of the sample run's validation, which ``parity gate`` binds its answer to
+SPEC = (
+    "name: taxi_distance\nreference: {application: ref.py, version: v1.4.0}\n"
+    "dependence: {key: [id]}\n"
+)
+TODAY = verdict_digest(parse_spec(parse_yaml(SPEC, "<spec>")))
+
+
+@pytest.fixture(autouse=True)
+def todays_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "validations"
+    folder.mkdir()
+    (folder / "taxi_distance.yaml").write_text(SPEC, encoding="utf-8")
+    monkeypatch.setenv("PARITY_VALIDATIONS_DIR", str(folder))
 
 
 def divergent(store: Store, run_id: str = RUN) -> None:
-    store.start_run(start(run_id))
+    store.start_run(start(run_id, spec_hash=TODAY))
     store.record_run(run_id, outcome())
 
 

@@ -22,7 +22,7 @@ from matcher.store.models import Base
 
 pytest_plugins = ["store_fixtures"]
 
-TABLES = {"runs", "divergences", "column_stats", "expectation_results"}
+TABLES = {"runs", "divergences", "column_stats", "expectation_results", "approvals"}
 
 
 def _tables(engine: Engine) -> set[str]:
@@ -31,8 +31,8 @@ def _tables(engine: Engine) -> set[str]:
 
 def test_one_linear_history_with_importable_file_names() -> None:
     scripts = ScriptDirectory.from_config(alembic_config())
-    assert scripts.get_heads() == ["0006"]
-    assert head_revision() == "0006" == HEAD  # what readers check without Alembic
+    assert scripts.get_heads() == ["0007"]
+    assert head_revision() == "0007" == HEAD  # what readers check without Alembic
     files = sorted(p.name for p in (MIGRATIONS / "versions").glob("*.py"))
     assert files == [
         "__init__.py",
@@ -42,6 +42,7 @@ def test_one_linear_history_with_importable_file_names() -> None:
         "r0004_run_lease.py",
         "r0005_divergence_explanation.py",
         "r0006_overrides_and_bigint_counts.py",
+        "r0007_spec_hash_and_approvals.py",
     ]
     assert all(re.fullmatch(r"[A-Za-z_]\w*\.py", name) for name in files)
 
@@ -52,7 +53,7 @@ def test_migrate_from_empty_creates_every_table(db_url: str, engine: Engine) -> 
         pass
     assert _tables(engine) == TABLES | {"alembic_version"}
     with engine.connect() as connection:
-        assert current_revision(connection) == "0006"
+        assert current_revision(connection) == "0007"
 
 
 def test_migrated_schema_matches_the_models(db_url: str, engine: Engine) -> None:
@@ -174,7 +175,7 @@ def test_concurrent_first_migrations_do_not_collide(
     outputs = [worker.communicate(timeout=120)[0] for worker in workers]
     assert [worker.returncode for worker in workers] == [0, 0, 0], outputs
     with engine.connect() as connection:
-        assert current_revision(connection) == "0006"
+        assert current_revision(connection) == "0007"
 
 
 def test_0004_expires_runs_left_running_by_an_older_parity(db_url: str, engine: Engine) -> None:
@@ -197,3 +198,44 @@ def test_0004_expires_runs_left_running_by_an_older_parity(db_url: str, engine: 
     assert running.error is not None
     assert running.error.startswith("the job stopped reporting: its lease expired at 20")
     assert (done.status, done.lease_expires_at) == ("completed", None)
+
+
+def test_0007_adds_the_spec_hash_and_the_approvals_and_takes_them_back(
+    db_url: str, engine: Engine
+) -> None:
+    # A run recorded by an older Parity has no spec hash (the gate says "recorded before spec
+    # binding"); downgrading drops the approvals table and the column, keeping the runs.
+    upgrade(db_url, revision="0006")
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO runs (run_id, validation, trigger, status, started_at) "
+                "VALUES ('old/done', 'taxi', 'scheduled', 'completed', '2026-01-02 03:00:00')"
+            )
+        )
+    assert "approvals" not in _tables(engine)
+    upgrade(db_url)
+    assert "spec_hash" in {c["name"] for c in inspect(engine).get_columns("runs")}
+    approval_indexes = {
+        i["name"]: i["column_names"] for i in inspect(engine).get_indexes("approvals")
+    }
+    assert approval_indexes == {
+        "ix_approvals_run_id": ["run_id"],
+        "ix_approvals_validation_candidate_version": ["validation", "candidate_version"],
+    }
+    with Store.open(db_url) as store:
+        old = store.get_run("old/done")
+        assert old is not None and old.spec_hash is None
+        store.start_run(RunStart("new/1", "taxi", spec_hash="ab" * 32))
+        new = store.get_run("new/1")
+        assert new is not None and new.spec_hash == "ab" * 32
+    command.downgrade(alembic_config(db_url), "0006")
+    assert "approvals" not in _tables(engine)
+    assert "spec_hash" not in {c["name"] for c in inspect(engine).get_columns("runs")}
+    with engine.connect() as connection:
+        assert current_revision(connection) == "0006"
+        kept = connection.execute(text("SELECT run_id FROM runs ORDER BY run_id")).scalars()
+        assert list(kept) == ["new/1", "old/done"]
+    upgrade(db_url)
+    with engine.connect() as connection:
+        assert current_revision(connection) == "0007"

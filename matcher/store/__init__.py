@@ -18,6 +18,7 @@ from matcher.store.errors import StoreError, UnknownRunError
 from matcher.store.lease import Heartbeat, lease_seconds
 from matcher.store.migrate import upgrade
 from matcher.store.records import (
+    ApprovalRecord,
     ColumnStat,
     ExpectationRecord,
     ExpiredRun,
@@ -31,6 +32,7 @@ from matcher.store.repository import Store
 
 __all__ = [
     "DATA_DOCS_DIR",
+    "ApprovalRecord",
     "ColumnStat",
     "ExpectationRecord",
     "ExpiredRun",

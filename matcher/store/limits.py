@@ -15,13 +15,14 @@ from types import MappingProxyType
 from typing import Any
 
 from matcher.store.errors import InvalidRecordError
-from matcher.store.models import NAME_LENGTH, RUN_ID_LENGTH, TAG_LENGTH
+from matcher.store.models import NAME_LENGTH, RUN_ID_LENGTH, SPEC_HASH_LENGTH, TAG_LENGTH
 
 __all__ = [
     "BIGINT_LIMIT",
     "INTEGER_LIMIT",
     "NAME_LENGTH",
     "RUN_ID_LENGTH",
+    "SPEC_HASH_LENGTH",
     "START_LENGTHS",
     "TAG_LENGTH",
     "check_count",
@@ -45,6 +46,7 @@ START_LENGTHS = MappingProxyType(
         "dag_id": NAME_LENGTH,
         "dag_run_id": NAME_LENGTH,
         "engine": TAG_LENGTH,
+        "spec_hash": SPEC_HASH_LENGTH,
     }
 )
 

@@ -16,6 +16,11 @@ and this metadata agree.
 * ``divergences``: the witnesses, ``ordinal`` = their order in the verdict.
 * ``column_stats``: per-column mismatch counts (``extra`` for later statistics).
 * ``expectation_results``: Great Expectations results beside the verdict.
+* ``approvals`` (0007): who accepted which divergences of which run, and revocations;
+  append-only (``matcher.approvals``).
+
+``runs.spec_hash`` (0007) is the digest of the spec sections that decide the verdict
+(``matcher.spec_digest``); the gate trusts a run only under today's.
 
 JSON columns hold what ``matcher.serialize.json_safe`` produced. They are ``JSON``, not
 PostgreSQL's ``JSONB``: JSONB reorders object keys, and an event's columns must read back in
@@ -65,6 +70,9 @@ JsonValue = JSON(none_as_null=True)
 RUN_ID_LENGTH = 512
 NAME_LENGTH = 250
 TAG_LENGTH = 32
+#: a sha256 in hex
+SPEC_HASH_LENGTH = 64
+APPROVAL_ACTIONS = ("approve", "revoke")
 
 
 #: a divergence count: ``BIGINT`` on PostgreSQL (0006); on SQLite, whose integers are 64-bit
@@ -147,6 +155,10 @@ class Run(Base):
     # "equality", "dependence"); NULL or []: none. The gate stays closed on such a run unless
     # the spec's gate.allow_overrides is true.
     overrides: Mapped[Any] = mapped_column(JsonValue, nullable=True)
+    # The spec's verdict digest (matcher.spec_digest, 0007): the gate answers only from a run
+    # made under today's spec. NULL: recorded before spec binding (or by a writer without a
+    # spec), which no gate trusts.
+    spec_hash: Mapped[str | None] = mapped_column(String(SPEC_HASH_LENGTH), nullable=True)
 
     __table_args__ = (
         CheckConstraint(_one_of("status", STATUSES), name="status"),
@@ -212,3 +224,31 @@ class ExpectationResultRow(Base):
     success: Mapped[bool] = mapped_column(Boolean)
     observed: Mapped[Any] = mapped_column(JsonValue, nullable=True)
     details: Mapped[Any] = mapped_column(JsonValue, nullable=True)
+
+
+class ApprovalRow(Base):
+    """An approval of a run's divergences, or the revocation of one (0007). Append-only:
+    rows are never updated or deleted, so the table is the audit trail. No foreign key to
+    ``runs``: the record outlives any run it names."""
+
+    __tablename__ = "approvals"
+
+    approval_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    validation: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    candidate_version: Mapped[str | None] = mapped_column(String(NAME_LENGTH))
+    run_id: Mapped[str] = mapped_column(String(RUN_ID_LENGTH))
+    action: Mapped[str] = mapped_column(String(16))
+    actor: Mapped[str] = mapped_column(String(NAME_LENGTH))
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    reason: Mapped[str] = mapped_column(Text)
+    #: the signature approved (``matcher.approvals.divergence_signature``)
+    divergences: Mapped[Any] = mapped_column(JsonValue)
+    #: a revoke: the ``approval_id`` it ends
+    revokes: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+    __table_args__ = (
+        CheckConstraint(_one_of("action", APPROVAL_ACTIONS), name="action"),
+        # The gate: a validation's approvals for one candidate version.
+        Index("ix_approvals_validation_candidate_version", "validation", "candidate_version"),
+        Index("ix_approvals_run_id", "run_id"),
+    )

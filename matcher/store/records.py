@@ -44,6 +44,9 @@ GATED_KINDS = (COMPARISON, RECOVERY)
 #: the kinds the match job stores (a properties run is stored by ``parity properties``)
 MATCHED_KINDS = (COMPARISON, RECOVERY)
 RUN_VERDICTS = ("equivalent", "divergent", "noisy", "error")
+#: the verdicts an approval may accept: a failed run (``error``) is never approved away
+APPROVABLE_VERDICTS = ("divergent", "noisy")
+APPROVE, REVOKE = "approve", "revoke"
 
 
 def utc_now() -> dt.datetime:
@@ -87,6 +90,10 @@ class RunStart:
     #: it). ``None``: not stated by this writer; a later start of the same run (the match
     #: job after the plan task) keeps what the earlier one stored.
     overrides: tuple[str, ...] | None = None
+    #: the digest of the spec sections that decide the verdict (``matcher.spec_digest``); the
+    #: gate trusts a run only under today's. ``None``: not stated by this writer; a later
+    #: start of the same run keeps what the earlier one stored (as ``overrides``).
+    spec_hash: str | None = None
 
     def __post_init__(self) -> None:
         if not self.run_id:
@@ -373,6 +380,9 @@ class RunSummary:
     lease_expires_at: dt.datetime | None = field(default=None, kw_only=True)
     #: the spec's sections the run's trigger replaced (``RunStart.overrides``); ``()``: none
     overrides: tuple[str, ...] = field(default=(), kw_only=True)
+    #: the verdict digest of the spec the run was made under (``RunStart.spec_hash``);
+    #: ``None``: recorded before spec binding, or by a writer that had no spec
+    spec_hash: str | None = field(default=None, kw_only=True)
 
     @property
     def duration(self) -> dt.timedelta | None:
@@ -406,3 +416,38 @@ class RunRecord(RunSummary):
     divergences: tuple[StoredDivergence, ...]
     column_stats: tuple[ColumnStat, ...]
     expectations: tuple[ExpectationRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One row of the approvals trail (``Store.approve``, ``Store.revoke``): who accepted
+    which divergences of which run, when and why; or who revoked such an approval.
+
+    ``divergences`` is the signature approved (``matcher.approvals.divergence_signature``):
+    a revoke repeats the signature of the approval it ends (``revokes``: its id)."""
+
+    approval_id: int
+    validation: str
+    candidate_version: str | None
+    run_id: str
+    action: str
+    actor: str
+    at: dt.datetime
+    reason: str
+    divergences: Mapping[str, Any]
+    revokes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as JSON-safe values (``parity approve --json``, the gate's JSON)."""
+        return {
+            "approval_id": self.approval_id,
+            "validation": self.validation,
+            "candidate_version": self.candidate_version,
+            "run_id": self.run_id,
+            "action": self.action,
+            "actor": self.actor,
+            "at": self.at.isoformat(),
+            "reason": self.reason,
+            "divergences": json_safe(dict(self.divergences)),
+            "revokes": self.revokes,
+        }

@@ -40,15 +40,22 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
-from matcher.store import rows
+from matcher.store import approval_store, rows
 from matcher.store.config import database_url
 from matcher.store.engine import WRITE_OPTION, create_store_engine, is_in_memory, sqlite_file
 from matcher.store.errors import StoreError, UnknownRunError, describe, masked
 from matcher.store.lease import lease_expired_reason, lease_seconds
 from matcher.store.migrate import HEAD, current_revision, upgrade
-from matcher.store.models import ColumnStatRow, DivergenceRow, ExpectationResultRow, Run
+from matcher.store.models import (
+    ApprovalRow,
+    ColumnStatRow,
+    DivergenceRow,
+    ExpectationResultRow,
+    Run,
+)
 from matcher.store.records import (
     GATED_KINDS,
+    ApprovalRecord,
     ExpectationRecord,
     ExpiredRun,
     RunOutcome,
@@ -166,8 +173,10 @@ class Store:
             "started_at": run.started_at or now,
             "lease_expires_at": now + dt.timedelta(seconds=lease or lease_seconds()),
         }
-        # A writer that does not state the overrides keeps the ones an earlier start stored.
-        replaced = values if run.overrides is not None else _without(values, "overrides")
+        # A writer that does not state the overrides (or the spec hash) keeps the ones an
+        # earlier start stored: the match job after the plan task.
+        kept = [name for name in ("overrides", "spec_hash") if getattr(run, name) is None]
+        replaced = _without(values, *kept)
         with self._transaction(f"cannot start run {run.run_id!r}") as connection:
             _upsert_run(connection, run.run_id, values, replaced, kind=run.kind)
             _delete_children(connection, run.run_id, *_CHILDREN)
@@ -318,34 +327,8 @@ class Store:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run with its documents and evidence, or ``None`` when there is no such run."""
-        now = utc_now()
         with self._snapshot(f"cannot read run {run_id!r}") as connection:
-            run = connection.execute(select(Run.__table__).where(Run.run_id == run_id)).first()
-            if run is None:
-                return None
-            children = {
-                table: connection.execute(
-                    select(table.__table__).where(table.run_id == run_id).order_by(order)
-                )
-                .mappings()
-                .all()
-                for table, order in (
-                    (DivergenceRow, DivergenceRow.ordinal),
-                    (ColumnStatRow, ColumnStatRow.column_name),
-                    (ExpectationResultRow, ExpectationResultRow.ordinal),
-                )
-            }
-            document = run._mapping
-            expectations = tuple(map(rows.expectation_record, children[ExpectationResultRow]))
-            return RunRecord(
-                **rows.summary_fields(document, now, expectations),
-                spec=document["spec"],
-                stats=document["stats"],
-                noise=document["noise"],
-                divergences=tuple(map(rows.divergence_record, children[DivergenceRow])),
-                column_stats=tuple(map(rows.column_stat_record, children[ColumnStatRow])),
-                expectations=expectations,
-            )
+            return _read_run(connection, run_id, utc_now())
 
     def list_runs(
         self,
@@ -416,6 +399,69 @@ class Store:
         with self._snapshot("cannot list validations") as connection:
             return list(connection.execute(query).scalars())
 
+    # -- approvals (matcher.approvals; append-only) -------------------------------------------
+
+    def approve(self, run_id: str, *, actor: str, reason: str) -> ApprovalRecord:
+        """Record that ``actor`` accepts the divergences of the completed comparison
+        ``run_id`` (its ``divergence_signature``), and why. Refused (``StoreError``, one
+        line): no such run, not completed, not a comparison, a verdict other than
+        divergent or noisy, an empty name or reason, an active approval of this run with
+        the same signature."""
+        approval_store.check_words(f"cannot approve run {run_id}", actor, reason)
+        with self._transaction(f"cannot approve run {run_id!r}") as connection:
+            # Lock the run: a concurrent approve of it waits, then sees this one.
+            connection.execute(
+                select(Run.run_id).where(Run.run_id == run_id).with_for_update()
+            ).first()
+            run = _read_run(connection, run_id, utc_now())
+            return approval_store.approve(
+                connection, run_id, run, actor=actor, reason=reason, now=utc_now()
+            )
+
+    def revoke(self, run_id: str, *, actor: str, reason: str) -> ApprovalRecord:
+        """Record that ``actor`` revokes the active approval made on run ``run_id`` (the
+        newest, if the run was approved again after a retry changed it); the approval
+        stays in the trail. ``StoreError`` when the run has no active approval."""
+        approval_store.check_words(f"cannot revoke the approval of run {run_id}", actor, reason)
+        with self._transaction(f"cannot revoke the approval of run {run_id!r}") as connection:
+            connection.execute(
+                select(Run.run_id).where(Run.run_id == run_id).with_for_update()
+            ).first()
+            return approval_store.revoke(
+                connection, run_id, actor=actor, reason=reason, now=utc_now()
+            )
+
+    def approvals(
+        self,
+        *,
+        validation: str | None = None,
+        candidate_version: str | None = None,
+        run_id: str | None = None,
+    ) -> list[ApprovalRecord]:
+        """The trail (approvals and revocations), oldest first, filtered by what is given."""
+        query = approval_store.all_query()
+        for column, wanted in (
+            (ApprovalRow.validation, validation),
+            (ApprovalRow.candidate_version, candidate_version),
+            (ApprovalRow.run_id, run_id),
+        ):
+            if wanted is not None:
+                query = query.where(column == wanted)
+        with self._snapshot("cannot read approvals") as connection:
+            return approval_store.read(connection, query.order_by(*approval_store.oldest_first()))
+
+    def active_approvals(
+        self, validation: str, candidate_version: str | None
+    ) -> list[ApprovalRecord]:
+        """The approvals of ``validation``'s ``candidate_version`` (``None``: runs without
+        one) that no revocation ended, newest first."""
+        query = approval_store.active_query().where(
+            ApprovalRow.validation == validation,
+            approval_store.same_version(candidate_version),
+        )
+        with self._snapshot(f"cannot read the approvals of {validation!r}") as connection:
+            return approval_store.read(connection, query.order_by(*approval_store.newest_first()))
+
     # -- transactions ----------------------------------------------------------------------
 
     @contextmanager
@@ -446,6 +492,36 @@ def one_line(exc: BaseException) -> str:
     """``ValueError: bad row 3``: an exception as the one line a failed run keeps."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def _read_run(connection: Connection, run_id: str, now: dt.datetime) -> RunRecord | None:
+    """The run with its documents and evidence, read on ``connection``."""
+    run = connection.execute(select(Run.__table__).where(Run.run_id == run_id)).first()
+    if run is None:
+        return None
+    children = {
+        table: connection.execute(
+            select(table.__table__).where(table.run_id == run_id).order_by(order)
+        )
+        .mappings()
+        .all()
+        for table, order in (
+            (DivergenceRow, DivergenceRow.ordinal),
+            (ColumnStatRow, ColumnStatRow.column_name),
+            (ExpectationResultRow, ExpectationResultRow.ordinal),
+        )
+    }
+    document = run._mapping
+    expectations = tuple(map(rows.expectation_record, children[ExpectationResultRow]))
+    return RunRecord(
+        **rows.summary_fields(document, now, expectations),
+        spec=document["spec"],
+        stats=document["stats"],
+        noise=document["noise"],
+        divergences=tuple(map(rows.divergence_record, children[DivergenceRow])),
+        column_stats=tuple(map(rows.column_stat_record, children[ColumnStatRow])),
+        expectations=expectations,
+    )
 
 
 def _update_run(connection: Connection, run_id: str, values: dict[str, Any]) -> bool:

@@ -102,6 +102,7 @@ def start_values(run: RunStart) -> Row:
         "task_try": run.task_try,
         "engine": run.engine,
         "overrides": None if run.overrides is None else list(run.overrides),
+        "spec_hash": run.spec_hash,
     }
 
 

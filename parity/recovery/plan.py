@@ -23,6 +23,7 @@ from typing import Any
 
 from matcher.errors import SpecError
 from matcher.spec import Spec
+from matcher.spec_digest import verdict_digest
 from matcher.store import RunStart
 from matcher.store.records import RECOVERY
 from matcher.store.run_ids import adhoc_run_id
@@ -219,6 +220,7 @@ def recovery_start(plan: RecoveryPlan) -> RunStart:
         dag_id=plan.dag_id,
         dag_run_id=plan.dag_run_id,
         engine="spark",
+        spec_hash=verdict_digest(plan.spec),
     )
 
 

@@ -8,16 +8,30 @@ candidate version) decides, whatever its status, so that a failed or running att
 never skipped in favour of an older verdict:
 
     state       exit  when
-    open        0     the newest attempt completed and its gate opened
+    open        0     the newest attempt completed and its gate opened (or an approval
+                      covers exactly its divergences)
     closed      1     it completed and the verdict or its expectations closed the gate
     no_verdict  3     it is running, it failed, it finished longer ago than ``max_age``,
-                      or the validation never ran (for that version)
+                      it was made under another spec or reference version than today's
+                      (``current``), or the validation never ran (for that version)
     error       2     no run at all under that name (the nearest names are suggested);
                       the callers turn a store that is down and bad arguments into it too
 
+    status = gate_status(store, "taxi", "1.5.0", current=current_spec("taxi"))
+
+``current`` (``CurrentSpec``, from ``current_spec``: today's spec file) binds the answer to
+today's spec: the run's stored ``spec_hash`` (``matcher.spec_digest``) and reference
+version must be today's, and a run stored without a hash (before spec binding) is no
+usable verdict. ``current=None`` checks neither (a library caller that has no spec).
+
 A completed run's decision is the one the pipeline recorded, or, for a run recorded outside
 Airflow (no decision stored), the decision evaluated now with the gate policy the match job
-stored in the run's spec document.
+stored in the run's spec document. A decision closed by the verdict alone (divergent, or
+noisy where the spec does not allow it) opens when an active approval of the same
+validation and candidate version accepted exactly the run's divergences
+(``matcher.approvals``); failed expectations, overrides, empty outputs and failed tasks are
+never approved away. Approvals are read at every answer, so a revocation closes the gate
+again; ``apply_approval`` is the same rule for the pipeline's record step.
 """
 
 from __future__ import annotations
@@ -28,12 +42,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from matcher.approvals import covering_approval, describe_signature, divergence_signature
 from matcher.gate import GateDecision, GateSpec, empty_outputs, evaluate
 from matcher.serialize import json_safe
 from matcher.spec_bounds import parse_duration
-from matcher.store import RunRecord, RunSummary, Store, StoreError, UnknownRunError
-from matcher.store.records import utc_now
+from matcher.spec_digest import short
+from matcher.store import ApprovalRecord, RunRecord, RunSummary, Store, StoreError, UnknownRunError
+from matcher.store.records import APPROVABLE_VERDICTS, utc_now
 from parity.views.printable import printable
+from parity.views.spec_binding import CurrentSpec, current_spec, where_looked
+
+__all__ = ["CurrentSpec", "GateStatus", "MaxAge", "current_spec", "gate_status", "where_looked"]
 
 EXIT_OPEN, EXIT_CLOSED, EXIT_ERROR, EXIT_NO_VERDICT = 0, 1, 2, 3
 OPEN, CLOSED, NO_VERDICT, ERROR = "open", "closed", "no_verdict", "error"
@@ -42,6 +61,10 @@ EXIT_CODES = {OPEN: EXIT_OPEN, CLOSED: EXIT_CLOSED, NO_VERDICT: EXIT_NO_VERDICT,
 WORDS = {OPEN: "open", CLOSED: "closed", NO_VERDICT: "no usable verdict", ERROR: "error"}
 #: at most this many names are suggested for an unknown validation
 SUGGESTIONS = 3
+#: how an approval's decision begins (the stored reason of a run the pipeline approved)
+APPROVED = "approved by "
+#: at most this many approvals of other divergences are named in the details
+OTHER_APPROVALS = 3
 
 
 def stored_decision(store: Store, run_id: str) -> GateDecision:
@@ -73,6 +96,51 @@ def expectations_passed(run: RunRecord) -> bool | None:
     if not run.expectations:
         return None
     return all(result.success for result in run.expectations)
+
+
+def closed_by_verdict_alone(
+    policy: GateSpec, run: RunRecord, decision: GateDecision, *, expected_suites: int = 0
+) -> bool:
+    """Whether ``decision`` (closed) is closed by the run's verdict and nothing else: the
+    verdict is divergent or noisy, and the same run with an equivalent verdict would pass
+    (its expectations, outputs and overrides are fine). Only such a gate an approval opens."""
+    if decision.passed or run.verdict not in APPROVABLE_VERDICTS:
+        return False
+    what_if = evaluate(
+        policy,
+        "equivalent",
+        expectations_passed(run),
+        expected_suites=expected_suites,
+        empty=empty_outputs(run.stats),
+        overrides=run.overrides,
+    )
+    return what_if.passed
+
+
+def approval_reason(approval: ApprovalRecord, decision: GateDecision) -> str:
+    """``approved by alice on 2026-11-28: fare fix (approval 3 of run R; verdict ...)``."""
+    return (
+        f"{APPROVED}{approval.actor} on {approval.at:%Y-%m-%d}: {approval.reason} "
+        f"(approval {approval.approval_id} of run {approval.run_id}; {decision.reason})"
+    )
+
+
+def apply_approval(
+    store: Store,
+    policy: GateSpec,
+    run: RunRecord,
+    decision: GateDecision,
+    *,
+    expected_suites: int = 0,
+) -> tuple[GateDecision, ApprovalRecord | None]:
+    """``decision``, opened by the active approval that covers the run's divergences when
+    the verdict alone closed it (``closed_by_verdict_alone``); the approval, if one did."""
+    if not closed_by_verdict_alone(policy, run, decision, expected_suites=expected_suites):
+        return decision, None
+    approval = covering_approval(run, store.active_approvals(run.validation, run.candidate_version))
+    if approval is None:
+        return decision, None
+    return GateDecision(True, approval_reason(approval, decision)), approval
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +176,12 @@ class GateStatus:
     recorded: bool = False
     max_age: str | None = None
     suggestions: tuple[str, ...] = ()
+    #: the approval that opened a gate its verdict closed
+    approval: ApprovalRecord | None = None
+    #: today's spec the answer was bound to (``None``: not checked)
+    current: CurrentSpec | None = None
+    #: active approvals of the same version that cover other divergences than the run's
+    other_approvals: tuple[ApprovalRecord, ...] = ()
 
     @classmethod
     def error(
@@ -152,10 +226,36 @@ class GateStatus:
             lines.append(f"noise: {run.noise['summary']}")
         failed = sum(not e.success for e in run.expectations)
         lines.append(f"expectations: {len(run.expectations) - failed} passed, {failed} failed")
+        lines.extend(self._spec_lines())
         if self.state in (OPEN, CLOSED):
             how = "recorded by the pipeline" if self.recorded else "evaluated now (none recorded)"
             lines.append(f"decision: {how}")
+        if self.approval is not None:
+            a = self.approval
+            lines.append(
+                f"approval: {a.approval_id} by {a.actor} at {_iso(a.at)} "
+                f"({describe_signature(a.divergences)})"
+            )
+        signature = describe_signature(divergence_signature(run))
+        for other in self.other_approvals[:OTHER_APPROVALS]:
+            lines.append(
+                f"approval of run {other.run_id} covers other divergences "
+                f"({describe_signature(other.divergences)}; this run: {signature})"
+            )
         return [printable(line) for line in lines]
+
+    def _spec_lines(self) -> list[str]:
+        if self.current is None or self.run is None:
+            return []
+        matches = "today's" if self.spec_matches else f"today's is {short(self.current.spec_hash)}"
+        return [f"spec: {short(self.run.spec_hash)} ({matches})"]
+
+    @property
+    def spec_matches(self) -> bool | None:
+        """Whether the deciding run was made under today's spec (``None``: not checked)."""
+        if self.current is None or self.run is None:
+            return None
+        return self.run.spec_hash == self.current.spec_hash
 
     def to_dict(self) -> dict[str, Any]:
         """The status as JSON-safe values (``parity gate --json``, the UI's API).
@@ -172,6 +272,12 @@ class GateStatus:
             "newer_run": None,
             "max_age": self.max_age,
             "suggestions": list(self.suggestions),
+            "approval": None if self.approval is None else self.approval.to_dict(),
+            "spec": {
+                "hash": None if self.run is None else self.run.spec_hash,
+                "current": None if self.current is None else self.current.spec_hash,
+                "matches": self.spec_matches,
+            },
         }
         return dict(json_safe(document))
 
@@ -183,34 +289,89 @@ def gate_status(
     *,
     max_age: MaxAge | None = None,
     now: dt.datetime | None = None,
+    current: CurrentSpec | None = None,
 ) -> GateStatus:
-    """The gate of ``validation`` (of ``candidate_version``): what its newest attempt says."""
+    """The gate of ``validation`` (of ``candidate_version``): what its newest attempt says,
+    bound to today's spec ``current`` when given (``None``: not checked)."""
     age_text = None if max_age is None else max_age.text
     newest = store.latest_run(validation, candidate_version, completed_only=False)
     run = None if newest is None else store.get_run(newest.run_id)
     if run is None:  # none, or expired between the two reads
-        return _never_ran(store, validation, candidate_version, age_text)
+        return _never_ran(store, validation, candidate_version, age_text, current)
 
-    def status(state: str, reason: str, recorded: bool = False) -> GateStatus:
+    def status(state: str, reason: str, recorded: bool = False, **more: Any) -> GateStatus:
         return GateStatus(
-            validation, candidate_version, state, reason, run, recorded, max_age=age_text
+            validation,
+            candidate_version,
+            state,
+            reason,
+            run,
+            recorded,
+            max_age=age_text,
+            current=current,
+            **more,
         )
 
     if run.status == "running":
         return status(NO_VERDICT, f"in progress: run {run.run_id} started {_iso(run.started_at)}")
     if run.status != "completed":
         return status(NO_VERDICT, f"newest attempt failed: {run.error or '(no error recorded)'}")
+    unbound = None if current is None else _unbound(run, current)
+    if unbound is not None:
+        return status(NO_VERDICT, unbound)
     if max_age is not None and run.finished_at is not None:
         ago = (utc_now() if now is None else now) - run.finished_at
         if ago > max_age.duration:
             reason = f"stale: finished {_span(ago)} ago, older than --max-age {max_age.text}"
             return status(NO_VERDICT, reason)
-    if run.gate_passed is not None:
-        reason = run.gate_reason or "(no reason was recorded)"
-        return status(OPEN if run.gate_passed else CLOSED, reason, recorded=True)
+    decision, recorded, approvable = _decision(run)
+    if decision.passed:
+        return status(OPEN, decision.reason, recorded)
+    if not approvable:
+        return status(CLOSED, decision.reason, recorded)
+    approvals = store.active_approvals(run.validation, run.candidate_version)
+    approval = covering_approval(run, approvals)
+    if approval is not None:
+        return status(OPEN, approval_reason(approval, decision), recorded, approval=approval)
+    return status(CLOSED, decision.reason, recorded, other_approvals=tuple(approvals))
+
+
+def _decision(run: RunRecord) -> tuple[GateDecision, bool, bool]:
+    """The run's decision before approvals, whether the pipeline recorded it, and whether
+    an approval may open it (closed by the verdict alone). A decision the pipeline opened
+    by an approval is taken back to the policy's: the approval is checked again now (it may
+    have been revoked). A recorded closed decision that says more than the policy (a task
+    after the match failed) is never approvable."""
     policy, suites = stored_policy(run.spec)
-    decision = decide(policy, run, expected_suites=suites)
-    return status(OPEN if decision.passed else CLOSED, decision.reason)
+    evaluated = decide(policy, run, expected_suites=suites)
+    approvable = closed_by_verdict_alone(policy, run, evaluated, expected_suites=suites)
+    if run.gate_passed is None:
+        return evaluated, False, approvable
+    reason = run.gate_reason or "(no reason was recorded)"
+    if run.gate_passed and reason.startswith(APPROVED):
+        return evaluated, True, approvable
+    recorded = GateDecision(run.gate_passed, reason)
+    return recorded, True, approvable and reason == evaluated.reason
+
+
+def _unbound(run: RunRecord, current: CurrentSpec) -> str | None:
+    """Why the completed ``run`` does not answer under today's spec, or ``None``: it does."""
+    if run.spec_hash is None:
+        return (
+            f"recorded before spec binding: run {run.run_id} has no spec hash "
+            f"(today's spec {short(current.spec_hash)}, {current.source}); run it again"
+        )
+    if run.spec_hash != current.spec_hash:
+        return (
+            f"made under another spec (hash {short(run.spec_hash)}, today's "
+            f"{short(current.spec_hash)} in {current.source}); run it again"
+        )
+    if run.reference_version != current.reference_version:
+        return (
+            f"made against another reference version ({run.reference_version or '-'}, "
+            f"today's {current.reference_version or '-'}); run it again"
+        )
+    return None
 
 
 def stored_policy(spec: Any) -> tuple[GateSpec, int]:
@@ -233,7 +394,11 @@ def stored_policy(spec: Any) -> tuple[GateSpec, int]:
 
 
 def _never_ran(
-    store: Store, validation: str, candidate_version: str | None, max_age: str | None
+    store: Store,
+    validation: str,
+    candidate_version: str | None,
+    max_age: str | None,
+    current: CurrentSpec | None = None,
 ) -> GateStatus:
     """No attempt to decide: "no usable verdict" for a validation the store knows (by any
     run, a properties run included), an error naming the nearest names for a typo."""
@@ -241,7 +406,9 @@ def _never_ran(
     if validation in known:
         which = "any version" if candidate_version is None else f"version {candidate_version}"
         reason = f"no run for {which}"
-        return GateStatus(validation, candidate_version, NO_VERDICT, reason, max_age=max_age)
+        return GateStatus(
+            validation, candidate_version, NO_VERDICT, reason, max_age=max_age, current=current
+        )
     near = tuple(difflib.get_close_matches(validation, known, n=SUGGESTIONS))
     hint = f"; did you mean {', '.join(near)}?" if near else ""
     reason = f"unknown validation {validation!r}: no run has that name{hint}"
@@ -276,6 +443,7 @@ def _summary_document(run: RunSummary) -> dict[str, Any]:
         "gate_passed": run.gate_passed,
         "gate_reason": run.gate_reason,
         "overrides": list(run.overrides),
+        "spec_hash": run.spec_hash,
     }
 
 
