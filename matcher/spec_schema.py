@@ -344,6 +344,9 @@ class AirflowSpec(_Section):
     spark_conf: dict[str, Text] = {}
     #: laid over ``spark_conf`` for the match job: the one a user tunes on real data
     match_conf: dict[str, Text] = {}
+    #: the Airflow connection its Spark tasks submit to; ``None``: the deployment's
+    #: ``PARITY_SPARK_CONN_ID`` (default ``spark_default``)
+    conn_id: Name | None = None
 
     @field_validator("spark_conf", "match_conf")
     @classmethod
@@ -356,6 +359,11 @@ class AirflowSpec(_Section):
         # Airflow 3.3 takes any text up to 256 characters as a pool's name; a spec's pool is
         # created by an operator on the command line, so a plain word is the useful rule.
         return check_plain_name(value, "a pool name")
+
+    @field_validator("conn_id")
+    @classmethod
+    def _conn_id(cls, value: str | None) -> str | None:
+        return None if value is None else check_plain_name(value, "a connection id")
 
     @field_validator("task_timeout")
     @classmethod

@@ -85,8 +85,12 @@ def test_an_application_override_is_refused_when_the_deployment_allows_none(
     }
     assert not (parity_env.home / "runs").exists()
     assert not Path(f"{evil}.ran").exists()
-    with Store.open(parity_env.db_url) as store:
-        assert store.list_runs() == []
+    with Store.open(parity_env.db_url) as store:  # stored failed, with the reason: no job ran
+        [stored] = store.list_runs()
+    assert (stored.status, stored.verdict) == ("failed", "error")
+    assert stored.error is not None and stored.error.startswith(
+        "rejected by the plan: params.candidate_application: ad-hoc applications are disabled"
+    )
     out, err = capfd.readouterr()  # the task's log, as dag.test() prints it
     assert (
         "params.candidate_application: ad-hoc applications are disabled in this deployment "

@@ -5,6 +5,7 @@ The listener inside a real DAG run is tested end to end in ``test_dags.py``."""
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,21 +23,41 @@ PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 def test_an_open_gate_ends_the_task_quietly(capsys: pytest.CaptureFixture[str]) -> None:
     from parity.airflow.tasks import enforce_gate
 
-    enforce_gate(True, "verdict equivalent", "fail")
-    assert capsys.readouterr().out == "parity: gate open: verdict equivalent\n"
+    decision = {
+        "passed": True,
+        "reason": "verdict equivalent",
+        "verdict": "equivalent",
+        "counts": {"loss": 0},
+        "run_id": "parity_taxi/1",
+    }
+    enforce_gate(decision, "fail")
+    assert capsys.readouterr().out == (
+        "parity: gate open: equivalent; verdict equivalent; /parity/runs/parity_taxi%2F1\n"
+    )
 
 
-def test_a_closed_gate_fails_the_task_or_skips_it() -> None:
-    from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+def test_a_closed_gate_fails_the_task_in_one_line_or_skips_it() -> None:
+    from airflow.sdk.exceptions import AirflowSkipException
 
-    from parity.airflow.tasks import enforce_gate
+    from parity.airflow.tasks import GateClosed, enforce_gate
 
-    with pytest.raises(AirflowFailException, match=r"^gate closed: verdict divergent$"):
-        enforce_gate(False, "verdict divergent", "fail")
+    decision = {
+        "passed": False,
+        "reason": "verdict divergent",
+        "verdict": "divergent",
+        "counts": {"loss": 1, "corruption": 0},
+        "run_id": "parity_taxi/1",
+    }
+    line = (
+        "parity: gate closed: divergent (loss 1); verdict divergent; /parity/runs/parity_taxi%2F1"
+    )
+    with pytest.raises(GateClosed) as closed:
+        enforce_gate(decision, "fail")
+    assert closed.value.code == line
     with pytest.raises(
-        AirflowSkipException, match=r"^gate closed \(gate.on_closed: warn\): verdict divergent$"
+        AirflowSkipException, match=rf"^{re.escape(line)} \(gate.on_closed: warn\)$"
     ):
-        enforce_gate(False, "verdict divergent", "warn")
+        enforce_gate(decision, "warn")
 
 
 @dataclass

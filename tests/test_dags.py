@@ -88,7 +88,8 @@ def test_the_dags_folder_loads_every_validation(monkeypatch: pytest.MonkeyPatch)
     bag = dag_bag()
     assert bag.import_errors == {}
     assert errors == []
-    assert sorted(bag.dag_ids) == sorted(f"parity_{spec.name}" for spec in specs)
+    examples = ["parity_deploy_example", "parity_release_example"]  # dags/*_example.py
+    assert sorted(bag.dag_ids) == sorted([*(f"parity_{spec.name}" for spec in specs), *examples])
     assert len(specs) == len([*(DAGS / "validations").glob("*.yaml")])
     for spec in specs:
         if spec.recovery is not None:  # its own shape: tests/test_recovery_dag.py
@@ -108,7 +109,9 @@ def test_the_dags_folder_loads_every_validation(monkeypatch: pytest.MonkeyPatch)
         assert dag.doc_md.startswith(f"# Parity validation `{spec.name}`")
         assert sorted(dag.params) == sorted(PARAMS)
         for task in dag.tasks:
-            assert (task.retries, task.retry_delay) == (1, dt.timedelta(seconds=30))
+            # a closed gate is a verdict, not an accident: it is never retried
+            retries = 0 if task.task_id == "gate" else 1
+            assert (task.retries, task.retry_delay) == (retries, dt.timedelta(seconds=30))
             if task.task_id in SPARK_TASKS:
                 assert task._conn_id == "spark_default"
 
@@ -283,12 +286,18 @@ def test_bad_params_fail_the_plan_and_no_spark_job_runs(
         "run_candidate": "upstream_failed",
         "match": "upstream_failed",
         "expectations": "upstream_failed",
-        "record": "failed",  # no run to record: it fails the DAG run
-        "gate": "upstream_failed",
+        "record": "success",  # it publishes the rejected run's Asset event
+        "gate": "failed",
     }
     assert not (parity_env.home / "runs").exists()
-    with Store.open(parity_env.db_url) as store:
-        assert store.list_runs() == []
+    with Store.open(parity_env.db_url) as store:  # the rejection is stored, with its reason
+        [stored] = store.list_runs()
+    assert (stored.status, stored.verdict, stored.error) == (
+        "failed",
+        "error",
+        "rejected by the plan: params.window_end: must be after window_start "
+        "(2024-05-02T00:00:00+00:00), got 2024-05-01T00:00:00+00:00",
+    )
 
 
 # --- record: the gate, and failed runs ------------------------------------------------------

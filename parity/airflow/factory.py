@@ -11,12 +11,19 @@ Each DAG runs one validation::
       └─► properties   (only with a properties: section; off the critical path)
 
 ``plan`` checks the run's parameters and fixes the slice window, the jobs' command lines
-and the run's workspace (``parity.airflow.plan``) before any Spark job starts; the Spark jobs are
-``SparkSubmitOperator`` tasks against the connection ``PARITY_SPARK_CONN_ID`` (default
-``spark_default``); ``match`` records the verdict; ``record`` computes the gate and stores
-it; ``gate`` fails the DAG run when it is closed. ``properties`` re-tests the operators the
-spec lists under ``properties:`` and stores each as a properties run
-(``parity.airflow.properties``); it fails the DAG run on an error only, never the gate.
+and the run's workspace (``parity.airflow.plan``) before any Spark job starts; a run it
+rejects is stored as failed with its reason (``parity.airflow.rejected``). The Spark jobs are
+``SparkSubmitOperator`` tasks against the spec's ``airflow.conn_id``, else the connection
+``PARITY_SPARK_CONN_ID`` (default ``spark_default``); ``match`` records the verdict;
+``record`` computes the gate, stores it and publishes the verdict as an event of the Asset
+``parity://<name>`` (``parity.airflow.assets``); ``gate`` fails the DAG run when it is closed,
+with one line and no retry. ``properties`` re-tests the operators the spec lists under
+``properties:`` and stores each as a properties run (``parity.airflow.properties``); it fails
+the DAG run on an error only, never the gate. Every task first points the store at the
+Airflow Connection ``PARITY_DB_CONN_ID`` when one exists (``parity.airflow.connections``).
+
+The tasks are wired by ``parity.airflow.group.add_validation_tasks``, which
+``validation_group`` shares to put a validation into any DAG.
 
 A spec that does not load, or whose DAG cannot be built (any exception at all: a bug must
 not take the other validations down either), is left out here and reported by
@@ -37,22 +44,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from matcher.errors import ParityError, SpecError
+from matcher.errors import SpecError
 from matcher.spec import Spec, parse_duration, parse_spec, parse_yaml
 from matcher.store.config import DEFAULT_HOME, HOME_VARIABLE
 from matcher.store.run_ids import dag_id_for
-from parity.airflow.plan import (
-    PARAMS,
-    PLAN_TASK,
-    RunContext,
-    RunPlan,
-    check_files,
-    describe_window,
-    effective_spec_text,
-    plan_run,
-    prepare_workspace,
-    run_type_name,
-)
+from parity.airflow.plan import RunPlan
 from parity.airflow.spec_files import one_line, read_spec_text, shown_path
 
 CONN_VARIABLE = "PARITY_SPARK_CONN_ID"
@@ -161,12 +157,11 @@ def build_validations(dags_folder: Path) -> tuple[dict[str, Any], list[str]]:
     failed half-way through its ``with`` block must not be registered either."""
     root = dags_folder.resolve().parent
     specs, errors = load_validations(validations_dir(dags_folder), root)
-    conn_id = os.environ.get(CONN_VARIABLE) or DEFAULT_CONN_ID
     dags: dict[str, Any] = {}
     for spec in specs:
         try:
             dag = (
-                build_dag(spec, root=root, conn_id=conn_id)
+                build_dag(spec, root=root)
                 if spec.recovery is None
                 else recovery_dag(spec, root=root)
             )
@@ -230,33 +225,13 @@ def raise_spec_errors(dags_folder: Path) -> None:
         raise InvalidValidationSpecs(f"{len(errors)} validation specs do not load:\n{lines}")
 
 
-def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
-    """The validation's DAG (see the module docstring for its tasks)."""
-    from airflow.sdk import DAG, task
-    from airflow.sdk.exceptions import AirflowFailException
+def build_dag(spec: Spec, *, root: Path, conn_id: str | None = None) -> Any:
+    """The validation's DAG (see the module docstring for its tasks); its Spark tasks
+    submit to ``conn_id``, else the spec's connection (``parity.airflow.group.spark_conn_id``)."""
+    from airflow.sdk import DAG
 
-    from parity.airflow.gate import record_gate
-    from parity.airflow.operators import ExpectationsOperator, ParitySparkSubmitOperator
-    from parity.airflow.properties import TASK_ID as PROPERTIES_TASK
-    from parity.airflow.properties import properties_task
-    from parity.airflow.tasks import (
-        enforce_gate,
-        fail_running_match,
-        params_for,
-        spark_task_args,
-    )
-
-    spark = spark_task_args(spec)
-
-    def submit(task_id: str, job: str, **options: Any) -> Any:
-        return ParitySparkSubmitOperator(
-            task_id=task_id,
-            job=job,
-            conn_id=conn_id,
-            doc_md=_TASK_DOCS[task_id],
-            **spark,
-            **options,
-        )
+    from parity.airflow.group import add_validation_tasks, spark_conn_id, task_defaults
+    from parity.airflow.tasks import params_for
 
     with DAG(
         dag_id=dag_id_for(spec.name),
@@ -268,69 +243,10 @@ def build_dag(spec: Spec, *, root: Path, conn_id: str = DEFAULT_CONN_ID) -> Any:
         tags=TAGS,
         doc_md=dag_doc(spec),
         params=params_for(spec),
-        default_args=DEFAULT_ARGS,
+        default_args=task_defaults(DEFAULT_ARGS),
         auto_register=False,  # build_validations
     ) as dag:
-
-        @task(task_id=PLAN_TASK, doc_md=_TASK_DOCS[PLAN_TASK])
-        def plan(**context: Any) -> dict[str, Any]:
-            run = context["dag_run"]
-            run_context = RunContext(
-                dag_id=run.dag_id,
-                dag_run_id=run.run_id,
-                run_type=run_type_name(run.run_type),
-                interval_start=context.get("data_interval_start"),
-                interval_end=context.get("data_interval_end"),
-                params={k: context["params"].get(k) for k in PARAMS},
-                started_at=getattr(run, "start_date", None),
-            )
-            try:
-                made = plan_run(spec, run_context, root=root, home=parity_home())
-                check_files(made, spec, root)
-            except ParityError as exc:  # a user's error: fail now, no retry, no Spark job
-                raise AirflowFailException(str(exc)) from None
-            prepare_workspace(made, effective_spec_text(spec, made.overrides, root))
-            show_running(made, spec, run_context.started_at)
-            print(f"parity: {made.run_id}: slice {describe_window(made.slice)}")
-            print(f"parity: workspace {made.run_dir}")
-            return made.to_dict()
-
-        @task(task_id="record", trigger_rule="all_done", doc_md=_TASK_DOCS["record"])
-        def record(**context: Any) -> dict[str, Any]:
-            ti = context["ti"]
-            document = ti.xcom_pull(task_ids=PLAN_TASK)
-            if document is None:  # the plan failed: nothing ran, there is no run to record
-                raise AirflowFailException("no run to record: the plan task rejected the run")
-            made = RunPlan.from_dict(document)
-            run = context["dag_run"]
-            states = ti.get_task_states(dag_id=run.dag_id, run_ids=[run.run_id])
-            failed = sorted(
-                task_id
-                for task_id, state in states.get(run.run_id, {}).items()
-                # the properties task is off the critical path: it never closes the gate
-                if state == "failed" and task_id not in ("record", "gate", PROPERTIES_TASK)
-            )
-            return record_gate(made, spec, failed)
-
-        @task(task_id="gate", doc_md=_TASK_DOCS["gate"])
-        def gate(**context: Any) -> None:
-            decision = context["ti"].xcom_pull(task_ids="record")
-            enforce_gate(decision["passed"], decision["reason"], spec.gate.on_closed)
-
-        planned = plan()
-        runs = [submit("run_reference", "reference"), submit("run_candidate", "candidate")]
-        if spec.noise.reference_runs > 1:
-            runs.append(submit("rerun_reference", "rerun"))
-        # A match job killed outright cannot mark its run failed: this callback does.
-        match = submit("match", "match", on_failure_callback=fail_running_match)
-        planned >> submit("slice_input", "slice") >> runs >> match
-        # The expectations step: suites and reference-derived expectations.
-        expectations = ExpectationsOperator(
-            root=root, spark_conf=spec.airflow.spark_conf, conn_id=conn_id, **spark
-        )
-        match >> expectations >> record() >> gate()
-        if spec.properties:  # beside the comparison: after the plan, before nothing
-            planned >> properties_task(spec, root=root, home=parity_home, **spark)
+        add_validation_tasks(spec, root=root, conn_id=conn_id or spark_conn_id(spec))
     return dag
 
 
@@ -345,7 +261,7 @@ def show_running(made: RunPlan, spec: Spec, started_at: dt.datetime | None) -> N
 
     lease = 4 * spec.airflow.execution_timeout().total_seconds() + 600
     with Store.open() as store:
-        store.start_run(plan_start(made, started_at), lease=lease)
+        store.start_run(plan_start(made, started_at, spec=spec), lease=lease)
 
 
 def dag_doc(spec: Spec) -> str:
@@ -391,7 +307,7 @@ def _app(app: Any) -> str:
     return " ".join([app.application, *app.args]) + version
 
 
-_TASK_DOCS: Mapping[str, str] = {
+TASK_DOCS: Mapping[str, str] = {
     "plan": "Checks the run's parameters; fixes the slice window, the jobs and the workspace.",
     "slice_input": "Materialises the input slice from the capture (jobs/slice.py).",
     "run_reference": "Runs the reference application on the slice.",

@@ -126,12 +126,21 @@ def build_recovery_dag(spec: Spec, *, root: Path, home: Callable[[], Path], **da
 
             step(context, body)
 
-        @task(task_id="gate", doc_md=TASK_DOCS["gate"])
+        # A closed gate is a verdict, not an accident: one line, never retried.
+        @task(task_id="gate", doc_md=TASK_DOCS["gate"], retries=0)
         def gate(**context: Any) -> None:
             made = recovery_plan(spec, context, root=root, home=home())
             with Store.open() as store:
                 decision = record_run_gate(store, made.run_id, spec)
-            enforce_gate(decision.passed, decision.reason, spec.gate.on_closed)
+                run = store.get_run(made.run_id)
+            shown = {
+                "passed": decision.passed,
+                "reason": decision.reason,
+                "verdict": None if run is None else run.verdict,
+                "counts": {} if run is None else dict(run.counts),
+                "run_id": made.run_id,
+            }
+            enforce_gate(shown, spec.gate.on_closed)
 
         if spec.recovery.check == "differential":
             plan() >> uninterrupted() >> crashed() >> checked() >> gate()
