@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from matcher.errors import SpecError
+from matcher.errors import ConfigurationError, SpecError
 from matcher.spec import Spec, parse_spec, parse_yaml
 from parity.airflow.plan import (
     WORKSPACE_VARIABLE,
@@ -409,8 +409,135 @@ def test_applications_under_an_allowed_root_only(root: Path, tmp_path_factory: A
             f"params.candidate_application: {path!r} {shown}"
         )
     assert refusal(root, policy, candidate_application="hdfs://nn/apps/app.py") == (
-        "params.candidate_application: 'hdfs://nn/apps/app.py' is a URL: ad-hoc applications "
-        "are files"
+        "params.candidate_application: 'hdfs://nn/apps/app.py' is a URL, and this deployment "
+        "allows ad-hoc applications from local roots only (builds)"
+    )
+    assert refusal(root, policy, candidate_application="local:/opt/app.py") == (
+        "params.candidate_application: 'local:/opt/app.py' is neither a file nor an application URL"
+    )
+
+
+# --- ad-hoc applications by URL: under an allowed prefix, compared whole segment by segment
+
+URL_POLICY = AdhocPolicy(
+    application_roots=(
+        "builds",
+        "s3a://artifacts/etl/",
+        "https://builds.example.com/etl",  # no trailing slash: still whole segments
+        "http://plain.example.com/etl/",
+        "abfss://apps@acct.dfs.core.windows.net/etl/",
+    )
+)
+ALLOWED_URLS = [
+    "s3a://artifacts/etl/etl-1.5.0.py",
+    "s3a://artifacts/etl/nested/deeper/job.jar",
+    "S3A://artifacts/etl/etl-1.5.0.py",  # the scheme is case-insensitive
+    "https://builds.example.com/etl/etl-1.5.0.zip",
+    "http://plain.example.com/etl/etl.py",  # http under an http prefix
+    "abfss://apps@acct.dfs.core.windows.net/etl/etl.py",  # a container, not a credential
+]
+
+
+@pytest.mark.parametrize("url", ALLOWED_URLS)
+def test_an_application_url_under_an_allowed_prefix_runs_as_given(root: Path, url: str) -> None:
+    made = adhoc_plan(root, URL_POLICY, candidate_application=url)
+    assert made.jobs["candidate"].application == url  # the Spark task stages it
+    assert made.jobs["reference"].application == str(root / "jobs" / "app.py")
+
+
+OUTSIDE = (
+    "is outside the URL prefixes this deployment allows ad-hoc runs (s3a://artifacts/etl/, "
+    "https://builds.example.com/etl/, http://plain.example.com/etl/, "
+    "abfss://apps@acct.dfs.core.windows.net/etl/)"
+)
+DOTS = "has a '.' or '..' segment or an encoded separator"
+REFUSED_URLS = [
+    ("s3a://artifacts/etl-evil/x.py", OUTSIDE),  # a prefix of the name, not of the segments
+    ("s3a://artifacts/etl", "is not a .py, .jar or .zip file"),
+    ("s3a://artifacts/etl/../x.py", DOTS),
+    ("s3a://artifacts/etl/./x.py", DOTS),
+    ("s3a://artifacts/etl/%2e%2E/x.py", DOTS),
+    ("s3a://artifacts/etl/..%2fx.py", DOTS),
+    ("s3a://artifacts.evil.com/etl/x.py", OUTSIDE),
+    ("s3a://artifacts:9000/etl/x.py", OUTSIDE),
+    ("s3://artifacts/etl/x.py", OUTSIDE),  # another scheme is another place
+    ("http://builds.example.com/etl/x.py", OUTSIDE),  # http is not under an https prefix
+    ("https://builds.example.com/etl-old/x.py", OUTSIDE),
+    ("https://builds.example.com.evil.com/etl/x.py", OUTSIDE),
+    ("https://builds.example.com@evil.com/etl/x.py",
+     "holds credentials (give them to the workers' environment instead)"),
+    ("s3a://AKIA:secret@artifacts/etl/x.py",
+     "holds credentials (give them to the workers' environment instead)"),
+    ("s3a://artifacts/etl/x.py?versionId=3", "has a query or a fragment"),
+    ("https://builds.example.com/etl/x.py#frag", "has a query or a fragment"),
+    ("s3a://artifacts/etl/x.sh", "is not a .py, .jar or .zip file"),
+    ("s3a://artifacts/etl/", "names a folder, not a file"),
+    ("ftp://artifacts/etl/x.py",
+     "has an unknown scheme (expected one of: s3a, s3, gs, hdfs, abfs, abfss, https, http)"),
+    ("file:///opt/builds/x.py",
+     "has an unknown scheme (expected one of: s3a, s3, gs, hdfs, abfs, abfss, https, http)"),
+    ("s3a:///etl/x.py", "names no bucket or host"),
+    ("s3a://artifacts/etl/x y.py", "holds a space, a control character or a backslash"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("url", "problem"), REFUSED_URLS)
+def test_application_urls_outside_the_prefixes_or_malformed_are_refused(
+    root: Path, url: str, problem: str
+) -> None:
+    shown = url.replace("AKIA:secret@", "***@").replace("builds.example.com@", "***@")
+    assert refusal(root, URL_POLICY, candidate_application=url) == (
+        f"params.candidate_application: {shown!r} {problem}"
+    )
+
+
+def test_a_malformed_url_prefix_is_the_deployments_error(root: Path) -> None:
+    policy = AdhocPolicy(application_roots=("s3a://u:pw@artifacts/etl/",))
+    with pytest.raises(ConfigurationError) as info:
+        adhoc_plan(root, policy, candidate_application="s3a://artifacts/etl/x.py")
+    assert str(info.value) == (
+        "PARITY_ADHOC_APPLICATION_ROOTS: 's3a://***@artifacts/etl/' holds credentials (give "
+        "them to the workers' environment instead)"
+    )
+
+
+def test_url_prefixes_and_local_roots_share_the_variable() -> None:
+    environ = {
+        "PARITY_ADHOC_APPLICATION_ROOTS": (
+            "builds:s3a://artifacts/etl/: https://builds.example.com:8443/etl/:/opt/releases:"
+            "hdfs://nn:8020/apps"
+        )
+    }
+    policy = AdhocPolicy.from_environment(environ, separator=":")
+    assert policy.application_roots == (
+        "builds",
+        "s3a://artifacts/etl/",
+        "https://builds.example.com:8443/etl/",
+        "/opt/releases",
+        "hdfs://nn:8020/apps",
+    )
+
+
+def test_the_specs_own_application_may_be_a_url(root: Path) -> None:
+    text = SPEC.replace(
+        "candidate:\n  application: jobs/app.py",
+        "candidate:\n  application: s3a://artifacts/etl/app-1.1.py",
+    ).replace(
+        "reference:\n  application: jobs/app.py",
+        "reference:\n  application: https://builds.example.com/etl/app-1.0.py",
+    )
+    made = adhoc_plan(root, NO_ADHOC, text)
+    assert made.jobs["candidate"].application == "s3a://artifacts/etl/app-1.1.py"
+    assert made.jobs["reference"].application == "https://builds.example.com/etl/app-1.0.py"
+    assert made.jobs["rerun"].application == "https://builds.example.com/etl/app-1.0.py"
+    # The trigger form's default, the spec's own URL, needs no permission, in any spelling.
+    for same in ("s3a://artifacts/etl/app-1.1.py", "S3A://artifacts/etl/app-1.1.py"):
+        again = adhoc_plan(root, NO_ADHOC, text, candidate_application=same)
+        assert again.jobs["candidate"].application == same
+    assert refusal(root, NO_ADHOC, text, candidate_application="s3a://artifacts/etl/x.py") == (
+        "params.candidate_application: ad-hoc applications are disabled in this deployment "
+        "(only the spec's 's3a://artifacts/etl/app-1.1.py' may run; "
+        "PARITY_ADHOC_APPLICATION_ROOTS allows others)"
     )
 
 

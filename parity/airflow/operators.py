@@ -28,6 +28,17 @@ modules of its packages (the bundled examples) with the project's code for the e
 
 A user's own application gets its spec's ``py_files`` only; on ``local[...]`` nothing is added.
 
+An application given by URL (``s3a://artifacts/etl/etl-1.5.0.py``, ``https://...``: a spec's
+own, or an ad-hoc run's under an allowed prefix, ``parity.airflow.plan.AdhocPolicy``) is
+staged by the task into a temporary directory of its own (``parity.runs.artifacts``) and
+``spark-submit`` gets the local file; the log says what ran::
+
+    parity: staged s3a://artifacts/etl/etl-1.5.0.py (5120 bytes, sha256 9f86d0…) as /tmp/…
+
+Parity's own jobs (slice, match, expectations) get ``PARITY_DB_URL`` from the results
+database's Airflow Connection when there is one (``parity.airflow.connections``), in their
+process's environment, never on the command line the hook logs.
+
 The ``match`` task submits nothing when the run's outputs are small and local: it runs the
 same job with ``--engine core`` in a Python process on the worker (``parity.runs.engines``,
 ``PARITY_CORE_MATCH_BYTES``), its output in the task's log, and fails as a ``spark-submit``
@@ -36,8 +47,11 @@ that exited non-zero would. Its *Rendered Template* page then shows that command
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +60,7 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from matcher.errors import ParityError
 from matcher.files.locations import local_bytes
 from parity.airflow.plan import PLAN_TASK, RunPlan, job_for
+from parity.runs import artifacts
 from parity.runs.engines import BYTES_VARIABLE, core_match_argv, core_match_limit
 from parity.runs.package import PACKAGES_DIR, ProjectCode, is_local_master, submitted_to
 from parity.runs.submits import SparkJob
@@ -120,6 +135,54 @@ def submitted_job(
     return submitted_to(job, master, own=own, cache_dir=cache_dir, code=code)
 
 
+@contextlib.contextmanager
+def open_stored(url: str) -> Iterator[tuple[int | None, Any]]:
+    """The file at a Hadoop-style URI (``s3a://``, ``hdfs://``, ``gs://``...), its size and
+    a stream of its bytes, read through ``pyarrow.fs`` as the workspace is
+    (``matcher.files.locations``): ``artifacts.stage``'s ``open_stored``."""
+    from pyarrow import fs as pafs
+
+    from matcher.files.locations import resolve
+
+    filesystem, path = resolve(url)
+    info = filesystem.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise FileNotFoundError(path)
+    if info.type != pafs.FileType.File:
+        raise IsADirectoryError(path)
+    with filesystem.open_input_stream(path) as stream:
+        yield info.size, stream
+
+
+@contextlib.contextmanager
+def results_db_environment() -> Iterator[None]:
+    """``PARITY_DB_URL`` set, for the processes started within, to the results database's
+    Airflow Connection when there is one (``parity.airflow.connections``), restored after:
+    Parity's own jobs record to it. Passed through the environment, never as an argument or
+    a ``--conf``, which the provider's hook logs; the store's own error masks a password."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from matcher.store.config import URL_VARIABLE
+    from parity.airflow.connections import results_db_url
+
+    try:
+        url = results_db_url()
+    except ParityError as exc:  # the connection's type: retrying would not mend it
+        raise AirflowFailException(str(exc)) from None
+    if url is None:
+        yield
+        return
+    previous = os.environ.get(URL_VARIABLE)
+    os.environ[URL_VARIABLE] = url
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(URL_VARIABLE, None)
+        else:
+            os.environ[URL_VARIABLE] = previous
+
+
 def match_outputs(plan: RunPlan) -> list[str]:
     """What the run's match job reads: the reference, the candidate and the rerun."""
     return [plan.path(name) for name in ("reference", "candidate", "rerun") if name in plan.jobs]
@@ -173,18 +236,64 @@ class ParitySparkSubmitOperator(SparkSubmitOperator):
             self.conf, self.py_files, self.jars = {}, None, None
 
     def execute(self, context: Any) -> None:
-        if self.job == "match" and self._planned is not None:
-            command = self._core_argv or self._core_command()
-            if command is not None:
-                self._run_core(command)
-                return
+        # The store's connection goes to Parity's own jobs only: an application is user
+        # code, and needs no password of the results database.
+        own = self.job in OWN_JOBS
+        with results_db_environment() if own else contextlib.nullcontext():
+            if self.job == "match" and self._planned is not None:
+                command = self._core_argv or self._core_command()
+                if command is not None:
+                    self._run_core(command)
+                    return
+            with self._staged_application():
+                try:
+                    super().execute(context)
+                finally:
+                    # The provider's hook reads spark-submit's output through a pipe it
+                    # never closes.
+                    process = getattr(self._hook, "_submit_sp", None)
+                    if process is not None and process.stdout is not None:
+                        process.stdout.close()
+
+    @contextlib.contextmanager
+    def _staged_application(self) -> Iterator[None]:
+        """An application URL (``parity.runs.artifacts``) copied into a directory of this
+        task try's own, removed afterwards, and ``spark-submit`` given that file: the bytes
+        that run are those whose size and SHA-256 the log shows. The *Rendered Template*
+        page keeps the URL."""
+        url = self.application
+        if not artifacts.is_stageable(url):
+            yield
+            return
+        from airflow.providers.common.compat.sdk import AirflowException
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from matcher.store.errors import redact
+
+        shown = redact(artifacts.shown(url), url)
         try:
-            super().execute(context)
-        finally:
-            # The provider's hook reads spark-submit's output through a pipe it never closes.
-            process = getattr(self._hook, "_submit_sp", None)
-            if process is not None and process.stdout is not None:
-                process.stdout.close()
+            limit = artifacts.max_bytes()
+        except ParityError as exc:  # the deployment's setting: retrying would not mend it
+            raise AirflowFailException(str(exc)) from None
+        with tempfile.TemporaryDirectory(prefix="parity-stage-") as directory:
+            try:
+                staged = artifacts.stage(url, Path(directory), open_stored=open_stored, limit=limit)
+            except artifacts.ArtifactFetchError as exc:  # the network or the store: retry
+                raise AirflowException(redact(str(exc), url)) from None
+            except ParityError as exc:
+                raise AirflowFailException(redact(str(exc), url)) from None
+            self.log.info(
+                "parity: staged %s (%d bytes, sha256 %s) as %s",
+                shown,
+                staged.size,
+                staged.sha256,
+                staged.path,
+            )
+            self.application = str(staged.path)
+            try:
+                yield
+            finally:
+                self.application = url
 
     def on_kill(self) -> None:
         if self._core is not None and self._core.poll() is None:
@@ -257,3 +366,7 @@ class ExpectationsOperator(SparkSubmitOperator):
         self.application_args = list(job.args)
         self.conf = dict(job.conf)
         self.name = job.name
+
+    def execute(self, context: Any) -> None:
+        with results_db_environment():
+            super().execute(context)

@@ -19,7 +19,13 @@ Who may trigger a run may not thereby run code of their choosing on the workers:
 run's ``candidate_application``, and any ``module:function`` its ``dependence`` or
 ``equality`` names, must be the spec's own unless the deployment allows others
 (``AdhocPolicy``: application roots in ``PARITY_ADHOC_APPLICATION_ROOTS``, module prefixes
-in ``PARITY_ADHOC_MODULE_PREFIXES``, set where the workers run, never by a trigger).
+in ``PARITY_ADHOC_MODULE_PREFIXES``, set where the workers run, never by a trigger). A root
+may be a URL prefix (``s3a://artifacts/etl/``, ``https://builds.example.com/etl/``): a CI job
+then names the build it just made by its artifact URL, which the Spark task stages to a
+local file before ``spark-submit`` (``parity.runs.artifacts``); the spec's own applications
+may be URLs too::
+
+    PARITY_ADHOC_APPLICATION_ROOTS=/opt/builds:s3a://artifacts/etl/
 
 A run whose parameters replace the spec's ``equality`` or ``dependence`` with a different
 section is recorded with them (``RunPlan.overridden``, stored with the run): its verdict
@@ -54,6 +60,7 @@ from matcher.gate import OVERRIDABLE
 from matcher.spec import ApplicationSpec, Spec, function_refs, parse_spec, parse_yaml
 from matcher.spec_problems import first_problem
 from matcher.store.run_ids import pipeline_run_id
+from parity.runs import artifacts
 from parity.runs.submits import SparkJob, build_app_job, build_slice_job, is_local, resolve_path
 
 #: The parameters an ad-hoc run may give (the DAG's ``Param``s); ``None`` keeps the spec's.
@@ -71,8 +78,9 @@ PARAMS = (
 DIRECTORIES = ("slice", "reference", "candidate", "rerun", "report")
 
 
-#: the deployment's allowlists for ad-hoc code: application roots (paths separated by
-#: ``os.pathsep``, relative ones to the repository) and module prefixes (separated by ``,``)
+#: the deployment's allowlists for ad-hoc code: application roots (local paths, relative ones
+#: to the repository, and URL prefixes, separated by ``os.pathsep``) and module prefixes
+#: (separated by ``,``)
 ROOTS_VARIABLE = "PARITY_ADHOC_APPLICATION_ROOTS"
 #: where run workspaces go: a path or a Hadoop-compatible URI (default ``$PARITY_HOME/runs``)
 WORKSPACE_VARIABLE = "PARITY_WORKSPACE"
@@ -85,25 +93,28 @@ PLAN_TASK = "plan"
 @dataclass(frozen=True, slots=True)
 class AdhocPolicy:
     """The code an ad-hoc run may use instead of the spec's: applications under
-    ``application_roots`` (symbolic links resolved), functions in modules under
-    ``module_prefixes``; empty (the default): none, only the spec's own."""
+    ``application_roots`` (local roots, symbolic links resolved, and URL prefixes such as
+    ``s3a://artifacts/etl/``), functions in modules under ``module_prefixes``; empty (the
+    default): none, only the spec's own."""
 
     application_roots: tuple[str, ...] = ()
     module_prefixes: tuple[str, ...] = ()
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> AdhocPolicy:
-        """The policy the deployment set in the workers' environment."""
-        roots = environ.get(ROOTS_VARIABLE, "").split(os.pathsep)
+    def from_environment(
+        cls, environ: Mapping[str, str] = os.environ, separator: str = os.pathsep
+    ) -> AdhocPolicy:
+        """The policy the deployment set in the workers' environment (roots separated by
+        ``separator``; a URL's ``scheme://`` and ``:port`` are not separators)."""
         prefixes = environ.get(MODULES_VARIABLE, "").split(",")
         return cls(
-            tuple(r.strip() for r in roots if r.strip()),
+            artifacts.split_entries(environ.get(ROOTS_VARIABLE, ""), separator),
             tuple(p.strip().rstrip(".") for p in prefixes if p.strip().rstrip(".")),
         )
 
     def check_application(self, given: str, own: str, root: Path) -> None:
         """Refuse ``given`` (a run's ``candidate_application``) unless it is the spec's own
-        application or a file under an allowed root."""
+        application, a file under an allowed root or a URL under an allowed prefix."""
         where = "params.candidate_application"
         if _same_file(given, own, root):
             return
@@ -112,15 +123,44 @@ class AdhocPolicy:
                 f"{where}: ad-hoc applications are disabled in this deployment (only the "
                 f"spec's {own!r} may run; {ROOTS_VARIABLE} allows others)"
             )
-        allowed = ", ".join(self.application_roots)
+        if artifacts.is_url(given):
+            self._check_url(where, given)
+            return
         if not is_local(given):
-            raise SpecError(f"{where}: {given!r} is a URL: ad-hoc applications are files")
+            raise SpecError(f"{where}: {given!r} is neither a file nor an application URL")
         target = Path(resolve_path(given, root)).resolve()
-        roots = [(root / r).resolve() for r in self.application_roots]
+        roots = [(root / r).resolve() for r in self.application_roots if is_local(r)]
         if not any(target.is_relative_to(r) for r in roots):
             raise SpecError(
                 f"{where}: {given!r} is outside the application roots this deployment allows "
-                f"ad-hoc runs ({allowed})"
+                f"ad-hoc runs ({', '.join(self.application_roots)})"
+            )
+
+    def _check_url(self, where: str, given: str) -> None:
+        """Refuse an application URL that is malformed or not under an allowed prefix
+        (``parity.runs.artifacts``: whole segments, no ``..``, no credentials)."""
+        shown = artifacts.shown(given)
+        try:
+            url = artifacts.parse_url(given)
+        except ValueError as exc:
+            raise SpecError(f"{where}: {shown!r} {exc}") from None
+        prefixes = [r for r in self.application_roots if artifacts.is_url(r)]
+        if not prefixes:
+            raise SpecError(
+                f"{where}: {shown!r} is a URL, and this deployment allows ad-hoc applications "
+                f"from local roots only ({', '.join(self.application_roots)})"
+            )
+        allowed = []
+        for prefix in prefixes:
+            try:
+                allowed.append(artifacts.parse_prefix(prefix))
+            except ValueError as exc:
+                shown_prefix = artifacts.shown(prefix)
+                raise ConfigurationError(f"{ROOTS_VARIABLE}: {shown_prefix!r} {exc}") from None
+        if not any(url.is_under(prefix) for prefix in allowed):
+            raise SpecError(
+                f"{where}: {shown!r} is outside the URL prefixes this deployment allows "
+                f"ad-hoc runs ({', '.join(str(p) for p in allowed)})"
             )
 
     def check_function(self, where: str, ref: str) -> None:
@@ -333,7 +373,8 @@ def effective_spec_text(spec: Spec, overrides: Mapping[str, Any], root: Path) ->
 
 def check_files(plan: RunPlan, spec: Spec, root: Path) -> None:
     """Fail before Spark starts when an application or the capture is not there (URLs, such
-    as ``hdfs://`` or ``s3a://``, are left to spark-submit)."""
+    as ``hdfs://`` or ``s3a://``, are left to the Spark tasks: an application URL is staged
+    by its task, ``parity.runs.artifacts``)."""
     for name, job in plan.jobs.items():
         key = {"rerun": "reference", "slice": "input.path"}.get(name, name)
         for path, what in (
@@ -434,9 +475,15 @@ def _overrides(
 
 
 def _same_file(given: str, own: str, root: Path) -> bool:
-    """``given`` names the spec's application ``own`` (the same text, or the same file)."""
+    """``given`` names the spec's application ``own`` (the same text, the same file, or the
+    same URL in its normal form)."""
     if given == own:
         return True
+    if artifacts.is_url(given) and artifacts.is_url(own):
+        try:
+            return artifacts.parse_url(given) == artifacts.parse_url(own)
+        except ValueError:
+            return False
     if not (is_local(given) and is_local(own)):
         return False
     return Path(resolve_path(given, root)).resolve() == Path(resolve_path(own, root)).resolve()
