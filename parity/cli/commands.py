@@ -11,6 +11,7 @@ from __future__ import annotations
 COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("parity.cli.compare", "add_compare_parser"),
     "gate": ("parity.cli.gate", "add_gate_command"),
+    "run": ("parity.cli.run", "add_run_command"),
     "report": ("parity.cli.report", "add_report_parser"),
     "history": ("parity.cli.history", "add_history_parser"),
     "recovery": ("parity.cli.recovery", "add_recovery_parser"),
@@ -18,12 +19,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("parity.cli.store", "add_store_commands"),
     "windows": ("parity.cli.windows", "add_windows_parser"),
     "properties": ("parity.cli.properties", "add_properties_parser"),
+    "approve": ("parity.cli.approve", "add_approve_commands"),
+    "revoke": ("parity.cli.approve", "add_approve_commands"),
 }
 
 #: each subcommand's line in ``parity --help`` (its module's parser uses the same words)
 SUMMARY: dict[str, str] = {
     "compare": "compare two outputs under a validation spec",
     "gate": "may a validation's candidate ship? the newest attempt decides (exit 0 1 3 2)",
+    "run": "validate one build (via Airflow, or locally) and answer its gate (exit 0 1 3 2)",
     "report": "show one recorded run: summary, JSON, or a self-contained HTML page",
     "history": "list recorded runs, newest first",
     "recovery": "crash a streaming job with SIGKILL, restart it, check its output",
@@ -32,6 +36,8 @@ SUMMARY: dict[str, str] = {
     "windows": "validate a sequence-window detector's output (Wallaroo's state check)",
     "properties": "test an operator for non-determinism, selectivity, blocking, statefulness, "
     "non-commutativity and partition-interference",
+    "approve": "accept a run's divergences as intended, on record (opens its version's gate)",
+    "revoke": "revoke the approval of a run's divergences",
 }
 
 #: exit code of any error (bad spec, unreadable output, bad usage, a bug): never 1

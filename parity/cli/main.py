@@ -3,6 +3,9 @@
     parity compare REFERENCE CANDIDATE --spec SPEC.yaml [--json] [--limit N]
                    [--engine auto|core|spark]                         (parity.cli.compare)
     parity gate VALIDATION [--candidate VERSION] [--db URL] [--json]   (parity.cli.gate)
+                [--max-age D] [--wait [--timeout D]] [--spec FILE]
+    parity approve|revoke RUN_ID --reason TEXT [--by NAME] [--json]    (parity.cli.approve)
+    parity run VALIDATION [--airflow URL] [--wait] [--json] ...        (parity.cli.run)
     parity report RUN_ID [--html PATH] [--json] [--db URL]            (parity.cli.report)
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
                    [--limit N] [--json] [--db URL]                     (parity.cli.history)
