@@ -8,15 +8,19 @@ Put this file and ``parity_ui/`` (with ``.airflowignore``) in Airflow's plugins 
 
 It adds:
 
-* a FastAPI app at ``/parity`` (``parity_ui.app``): run history, trends, run reports and a
-  JSON API, every route behind Airflow's authentication;
+* a FastAPI app at ``/parity`` (``parity_ui.app``): run history, trends, run reports, a
+  JSON API and the gate (bound to today's spec in the dags folder), every route behind
+  Airflow's authentication; a run's page approves or revokes its divergences for users
+  allowed to trigger its DAG (``parity_ui.approvals``);
 * "Parity" in the Airflow UI's navigation, showing ``/parity/`` inside the UI;
 * a "Parity run" extra link on the ``match``, ``record``, ``check`` and ``gate`` task
   instances of Parity's DAGs, to that DAG run's run page;
 * a listener (``parity_ui.notes``) that writes each finished Parity DAG run's note: the
-  verdict, the counts, the gate and the link (the scheduler loads it with the plugin).
+  verdict, the counts, the gate, the approval that opened it, and the link (the scheduler
+  loads it with the plugin).
 
-The results store is the one ``matcher.store.Store.open()`` finds: ``PARITY_DB_URL``, else
+The results store is the Airflow Connection ``parity_db`` (``PARITY_DB_CONN_ID``) when
+there is one, else the one ``matcher.store.Store.open()`` finds: ``PARITY_DB_URL``, else
 ``parity.toml``'s ``[store] url``, else ``$PARITY_HOME/parity.db``.
 """
 

@@ -134,19 +134,19 @@ def test_history_table(
     assert out.splitlines() == [
         "STARTED           VALIDATION  TRIGGER    VERSIONS         SLICE"
         "                                                      VERDICT     DIVERGENCES"
-        "      EXPECTATIONS  DURATION  RUN ID",
+        "      EXPECTATIONS  GATE    DURATION  RUN ID",
         "2026-03-04 02:00  taxi        scheduled  - -> v4\\x1b[31m  window=6h files=3"
         "                                          running     0"
-        "                -             -         parity__taxi/scheduled__4",
+        "                -             -       -         parity__taxi/scheduled__4",
         "2026-03-03 02:00  topics      cli        - -> -           -"
         "                                                          error       0"
-        "                -             7s        topics-1",
+        "                -             closed  7s        topics-1",
         "2026-03-02 02:00  taxi        adhoc      v1 -> v3-bug     event_time 2026-03-01 04:00"
         "..2026-03-01 08:00 sample=0.25  divergent   loss 4, reord 1"
-        "  FAILED 2/3    1h02m03s  parity__taxi/manual__2",
+        "  FAILED 2/3    -       1h02m03s  parity__taxi/manual__2",
         "2026-03-01 02:00  taxi        scheduled  v1 -> v2         event_time 2026-02-28 00:00"
         "..2026-03-01 00:00              equivalent  0"
-        "                met 3/3       3m05s     parity__taxi/scheduled__1",
+        "                met 3/3       -       3m05s     parity__taxi/scheduled__1",
     ]
 
 
@@ -198,6 +198,8 @@ def test_history_json(
             "status": "completed",
             "verdict": "divergent",
             "gate_passed": None,
+            "gate_now": None,
+            "approval": None,
             "versions": {"reference": "v1", "candidate": "v3-bug"},
             "slice": {
                 "column": "event_time",
@@ -288,3 +290,49 @@ def test_history_rejects_bad_options(
 
 def test_the_verdict_choices_are_the_stores() -> None:
     assert VERDICTS == RUN_VERDICTS
+
+
+def test_history_marks_approved_runs_and_their_gate_now(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An approved run's gate opens (``open (approved #1)``); a later run of the same version
+    with the same divergences is covered by it; another version is not; a revoked approval
+    is marked and closes the gate again; the JSON says the same."""
+    with Store.open(db_url) as store:
+        for run_id, day, candidate in (("t/1", 1, "v2"), ("t/2", 2, "v2"), ("t/3", 3, "v3")):
+            store.start_run(
+                RunStart(run_id, "taxi", candidate_version=candidate, started_at=_at(day))
+            )
+            store.record_run(
+                run_id,
+                RunOutcome("divergent", counts={"loss": 4}, finished_at=_at(day, 3)),
+            )
+            store.set_gate(run_id, False, "verdict divergent")
+        store.approve("t/1", actor="alice", reason="intended\x1b[2J")
+
+    def gates() -> list[str]:
+        assert main(["history", "--db", db_url]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        start = lines[0].index("GATE")
+        end = lines[0].index("DURATION")
+        return [line[start:end].rstrip() for line in lines[1:]]
+
+    assert gates() == ["closed", "open (covered by #1)", "open (approved #1)"]
+    assert main(["history", "--json", "--db", db_url]) == 0
+    entries = {e["run_id"]: e for e in json.loads(capsys.readouterr().out)}
+    assert {run_id: e["gate_now"] for run_id, e in entries.items()} == {
+        "t/3": "closed",
+        "t/2": "open",
+        "t/1": "open",
+    }
+    assert entries["t/3"]["approval"] is None
+    assert entries["t/2"]["approval"]["state"] == "covered"
+    assert entries["t/2"]["approval"]["approval"]["run_id"] == "t/1"
+    assert entries["t/2"]["approval"]["trail"] == []
+    approved = entries["t/1"]["approval"]
+    assert (approved["state"], approved["approval"]["actor"]) == ("approved", "alice")
+    assert approved["approval"]["reason"] == "intended\x1b[2J"  # JSON keeps the value
+
+    with Store.open(db_url) as store:
+        store.revoke("t/1", actor="bob", reason="no")
+    assert gates() == ["closed", "closed", "closed (revoked #1)"]

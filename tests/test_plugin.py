@@ -64,10 +64,26 @@ def _at(day: int, hour: int, second: int = 0) -> dt.datetime:
     return dt.datetime(2026, 1, day, hour, 0, second, tzinfo=UTC)
 
 
+#: today's spec of taxi_distance (the deployment's validations folder): the HTTP gate binds
+#: verdicts to it (its digest and reference version), so the seeded runs carry its digest
+TAXI_SPEC = (
+    "name: taxi_distance\nreference: {application: ref.py, version: v1.4.0}\n"
+    "dependence: {key: [id]}\n"
+)
+
+
+def _spec_hash() -> str:
+    from matcher.spec import parse_spec, parse_yaml
+    from matcher.spec_digest import verdict_digest
+
+    return verdict_digest(parse_spec(parse_yaml(TAXI_SPEC, "taxi_distance.yaml")))
+
+
 def _start(run_id: str, started: dt.datetime, **fields: Any) -> RunStart:
     dag_run_id = run_id.partition("/")[2]
     defaults: dict[str, Any] = {
         "validation": "taxi_distance",
+        "spec_hash": _spec_hash(),
         "trigger": "scheduled",
         "reference_version": "v1.4.0",
         "candidate_version": "v1.5.0",
@@ -161,7 +177,11 @@ def seed(store: Store, report_dir: Path) -> None:
     )
     store.mark_failed(R4, f"ValueError: bad row {HOSTILE}")
 
-    store.start_run(_start(R5, _at(4, 3)))
+    # R5 stays running whatever the tests' pace: a lease of a day, not the default two
+    # minutes after which a run that stopped beating reads as failed (matcher.store.lease)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PARITY_RUN_LEASE_SECONDS", str(24 * 3600))
+        store.start_run(_start(R5, _at(4, 3)))
 
 
 # -- Airflow: a temporary home, its database, the API server app ----------------------------
@@ -215,7 +235,10 @@ def client(
 ) -> Iterator[Any]:
     """A TestClient on Airflow's API server app with the plugin loaded."""
     settings_dir = tmp_path_factory.mktemp("airflow-settings")
+    validations = tmp_path_factory.mktemp("validations")
+    (validations / "taxi_distance.yaml").write_text(TAXI_SPEC, encoding="utf-8")
     environment = {
+        "PARITY_VALIDATIONS_DIR": str(validations),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS),
         "AIRFLOW__API_AUTH__JWT_SECRET": JWT_SECRET,
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "viewer:viewer",

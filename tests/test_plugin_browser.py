@@ -5,7 +5,9 @@ SQLite Parity store holding the five runs of ``test_plugin.seed``, signs in thro
 Simple auth manager's login form in headless Chromium (Debian's ``chromium``, driven by
 Playwright; ``playwright install`` is never used), and walks the page: the history table
 inside the Airflow UI, the trends chart, a run's report, a DAG-run link, and the match
-task's extra link. Screenshots go to the test's tmp directory; with
+task's extra link; then approves a divergent run with the run page's form (Airflow's
+cookie, this origin, the page's token) and sees the approval on the page and in the
+history. Screenshots go to the test's tmp directory; with
 ``PARITY_UPDATE_SCREENSHOTS=1``, the history's also to ``docs/screenshots/`` (the README's):
 
     PARITY_UPDATE_SCREENSHOTS=1 .venv/bin/pytest tests/test_plugin_browser.py
@@ -231,5 +233,44 @@ def test_the_parity_page_in_the_airflow_ui(airflow_url: str, browser: Any, tmp_p
         heading = frame.locator("h1")
         heading.wait_for()
         assert heading.inner_text() == "taxi_distance divergent"
+    finally:
+        context.close()
+
+
+def _sign_in(page: Any, airflow_url: str, next_path: str) -> None:
+    page.goto(f"{airflow_url}/auth/login?next={quote(airflow_url + next_path)}")
+    page.fill('input[name="username"]', "admin")
+    page.fill('input[name="password"]', PASSWORD)
+    page.click('button[type="submit"]')
+    page.wait_for_url(f"{airflow_url}{next_path}")
+
+
+def test_approving_a_run_from_its_page(airflow_url: str, browser: Any, tmp_path: Path) -> None:
+    """The form's round trip in the browser: POST with the UI's cookie from this origin,
+    303 back to the run's page, which shows who approved and why; the history marks it."""
+    context = browser.new_context(viewport={"width": 1500, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    # R3: noisy, no expectations: an approval of its divergences opens its gate
+    run_page = f"/plugin/parity/parity/runs/{quote(R3, safe='')}"
+    try:
+        _sign_in(page, airflow_url, run_page)
+        frame = page.frame_locator('iframe[title="Parity"]')
+        form = frame.locator("form.approve")
+        form.wait_for()
+        assert frame.locator("form.revoke").count() == 0
+        form.locator('input[name="reason"]').fill("intended: fare <b>rounding</b> fixed")
+        form.get_by_role("button", name="Approve").click()
+        state = frame.locator("p.approval-state")
+        expect(state).to_contain_text("approved by admin")
+        assert "intended: fare <b>rounding</b> fixed" in state.inner_text()  # text, not markup
+        expect(frame.locator("form.revoke")).to_have_count(1)
+        expect(frame.locator("table.approval-trail tr.approval-approved")).to_have_count(1)
+        _screenshot(page, tmp_path, "parity-approval.png")
+
+        frame.get_by_role("link", name="History").click()
+        marker = frame.locator(f'tr[data-run-id="{R3}"] td.gate .approval')
+        expect(marker).to_have_text("approved #1")
+        assert frame.locator(f'tr[data-run-id="{R3}"] td.gate').inner_text() == "open approved #1"
     finally:
         context.close()

@@ -15,6 +15,7 @@ import pytest
 from matcher.store import ExpectationRecord, RunOutcome, RunRecord, RunStart, Store
 from matcher.verdict import Divergence, Verdict
 from parity.cli import main
+from parity.views.approvals import RunApprovals
 from parity.views.report import render_report_html, report_document
 
 pytest.register_assert_rewrite("store_fixtures")
@@ -261,6 +262,8 @@ def test_report_document_is_exact(sample: RunRecord) -> None:
         "report_path": "/runs/taxi/1/report",
         "spec": {"name": "taxi"},
         "schema": None,
+        "spec_hash": None,
+        "approvals": None,
     }
     # Strict JSON, as `parity report --json` prints it.
     assert json.loads(json.dumps(document, allow_nan=False)) == document
@@ -419,7 +422,8 @@ def test_report_command_json_html_and_summary(
     run_id = sample.run_id
     assert main(["report", run_id, "--json", "--db", sqlite_url]) == 0
     out, err = capsys.readouterr()
-    assert (json.loads(out), err) == (report_document(sample), "")
+    no_approvals = RunApprovals(run_id)  # the command reads them: none
+    assert (json.loads(out), err) == (report_document(sample, no_approvals), "")
 
     page = tmp_path / "pages" / "run.html"
     page.parent.mkdir()
@@ -429,7 +433,9 @@ def test_report_command_json_html_and_summary(
     docs = Path("/runs/taxi/1/report/data_docs/index.html")
     relative = Path(*[".."] * len(page.parent.parts[1:]), *docs.parts[1:]).as_posix()
     assert f'href="{relative}"' in written
-    assert written == render_report_html(sample, links={"data_docs": relative})
+    assert written == render_report_html(
+        sample, links={"data_docs": relative}, approvals=no_approvals
+    )
     assert [p.name for p in page.parent.iterdir()] == ["run.html"]  # no temporary file left
 
     assert main(["report", run_id, "--db", sqlite_url]) == 0
@@ -575,3 +581,82 @@ def test_the_page_leads_with_the_decision(sample: RunRecord) -> None:
     assert heads.index("Witnesses") < heads.index("Run") < heads.index("Spec")
     header = page[page.index("<header>") : page.index("</header>")]
     assert "candidate v2 against reference v1" in header
+
+
+# -- approvals ------------------------------------------------------------------------------
+
+WHEN = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
+
+
+def test_the_report_shows_approvals_and_revokes(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Who accepted which divergences, when and why, the revoke, and the approval that
+    decides now: in the summary, the JSON and the page; hostile names and reasons are text."""
+    run_id = "parity__taxi/scheduled__2026-03-01"
+    with Store.open(db_url) as store:
+        store.start_run(
+            RunStart(
+                run_id, "taxi", candidate_version="v2", started_at=STARTED, dag_id="parity__taxi"
+            )
+        )
+        store.record_run(run_id, sample_outcome())
+        store.approve(run_id, actor="alice\x1b[31m", reason=f"fine {HOSTILE}")
+        store.revoke(run_id, actor="bob", reason="not intended\nafter all")
+        store.approve(run_id, actor="carol", reason="intended: km rounding (JIRA-7)")
+
+    assert main(["report", run_id, "--db", db_url]) == 0
+    out = WHEN.sub("<when>", capsys.readouterr().out)
+    signature = "divergent: corruption 1, loss 1; columns km"
+    assert (
+        "approval: approved by carol <when>: intended: km rounding (JIRA-7)\n"
+        f"  accepted: {signature} (opens the gate)\n"
+        f"  #1 approved by alice\\x1b[31m <when>: fine {HOSTILE} [{signature}]\n"
+        f"  #2 revoked #1 by bob <when>: not intended after all [{signature}]\n"
+        f"  #3 approved by carol <when>: intended: km rounding (JIRA-7) [{signature}]\n"
+    ) in out
+    assert "\x1b" not in out
+
+    assert main(["report", run_id, "--json", "--db", db_url]) == 0
+    approvals = json.loads(capsys.readouterr().out)["approvals"]
+    assert (approvals["state"], approvals["opens_gate"]) == ("approved", True)
+    assert approvals["approval"]["actor"] == "carol"
+    assert approvals["approval"]["divergences"] == {
+        "verdict": "divergent",
+        "counts": {"corruption": 1, "loss": 1},
+        "columns": ["km"],
+    }
+    assert [(a["action"], a["actor"], a["revokes"]) for a in approvals["trail"]] == [
+        ("approve", "alice\x1b[31m", None),
+        ("revoke", "bob", 1),
+        ("approve", "carol", None),
+    ]
+
+    assert main(["report", run_id, "--html", "-", "--db", db_url]) == 0
+    page = capsys.readouterr().out
+    assert SCRIPT not in page and "<img" not in page and "\x1b" not in page
+    section = page[page.index("<h2>Approval</h2>") : page.index("<h2>Expectations</h2>")]
+    text = WHEN.sub("<when>", " ".join(" ".join(parse(section).text).split()))
+    assert text.startswith(
+        "Approval approved by carol <when>: intended: km rounding (JIRA-7) "
+        f"Accepted divergences: {signature} (the gate opens for candidate v2 while a run "
+        "shows exactly these)"
+    )
+    assert f"fine {HOSTILE}" in text  # read back as text
+    assert "alice\\x1b[31m" in text
+    assert "<form" not in section  # the command's page has no form: only the Parity page's
+
+
+def test_a_revoked_approval_is_said_in_the_summary(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = "taxi/1"
+    with Store.open(sqlite_url) as store:
+        store.start_run(RunStart(run_id, "taxi", started_at=STARTED))
+        store.record_run(run_id, sample_outcome())
+        store.approve(run_id, actor="alice", reason="ok")
+        store.revoke(run_id, actor="bob", reason="no")
+    assert main(["report", run_id, "--db", sqlite_url]) == 0
+    out = WHEN.sub("<when>", capsys.readouterr().out)
+    assert "approval: approval #1 revoked by bob <when>: no\n" in out
+    assert "  accepted: divergent: corruption 1, loss 1; columns km\n" in out  # no longer opens

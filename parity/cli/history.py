@@ -3,7 +3,9 @@
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
                    [--limit N] [--json] [--db URL]
 
-The rows are ``parity.views.history``'s, the same the Parity page shows.
+The rows are ``parity.views.history``'s, the same the Parity page shows: the GATE column is
+the gate now, marked when an approval opens it or was revoked (``open (approved #3)``), and
+each JSON entry has the run's approvals under ``approval``.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def _date(text: str) -> dt.datetime:
 
 def run_history(args: argparse.Namespace, out: TextIO) -> int:
     from matcher.store import Store
+    from parity.views.approvals import history_approvals
 
     with Store.open_readonly(args.db) as store:  # a reader: it never migrates nor writes
         runs = store.list_runs(
@@ -67,11 +70,12 @@ def run_history(args: argparse.Namespace, out: TextIO) -> int:
             since=args.since,
             limit=args.limit,
         )
+        approvals = history_approvals(store, runs)
     if args.json:
-        document = [history_entry(run) for run in runs]
+        document = [history_entry(run, approvals.get(run.run_id)) for run in runs]
         out.write(json.dumps(document, allow_nan=False, ensure_ascii=False) + "\n")
     elif runs:
-        out.write(render_table([history_row(run) for run in runs]))
+        out.write(render_table([history_row(run, approvals.get(run.run_id)) for run in runs]))
     else:
         out.write("no runs\n")
     out.flush()

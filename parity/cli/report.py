@@ -7,7 +7,9 @@ Without options it prints a short summary; ``--json`` prints the report document
 self-contained page (``-`` for standard output, then without ``--json``: two documents on
 one stream would be neither). The page is written whole, and only to a new file or over a
 regular file with one link: a symbolic link, device, FIFO or folder at PATH is refused
-(``matcher.files.output_paths``). An unknown run id is an error (exit 2).
+(``matcher.files.output_paths``). An unknown run id is an error (exit 2). Every form shows
+the run's approvals (``parity approve``): who accepted which divergences, when and why, and
+any revocation (``parity.views.approvals``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from parity.cli.commands import SUMMARY
 
 if TYPE_CHECKING:  # the store and Jinja2 are imported when the command runs
     from matcher.store import RunRecord
+    from parity.views.approvals import RunApprovals
 
 
 def add_report_parser(commands: Any) -> None:
@@ -58,10 +61,10 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
         )
     if args.html is not None and args.html != "-":
         check_output_path(args.html, "--html")  # before the store is read: nothing to undo
-    record = load_record(args.run_id, args.db)
+    record, approvals = load_record_and_approvals(args.run_id, args.db)
     if args.html is not None:
         links = _relative_data_docs(record, args.html)
-        page = render_report_html(record, links=links)
+        page = render_report_html(record, links=links, approvals=approvals)
         if args.html == "-":
             out.write(page)
         else:
@@ -69,24 +72,31 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
             if not args.json:
                 out.write(f"wrote {args.html}\n")
     if args.json:
-        document = report_document(record)
+        document = report_document(record, approvals)
         out.write(json.dumps(document, allow_nan=False, ensure_ascii=False) + "\n")
     if args.html is None and not args.json:
         from parity.cli.report_text import render_summary
 
-        out.write(render_summary(record))
+        out.write(render_summary(record, approvals))
     out.flush()
     return 0
 
 
 def load_record(run_id: str, db: str | None) -> RunRecord:
+    return load_record_and_approvals(run_id, db)[0]
+
+
+def load_record_and_approvals(run_id: str, db: str | None) -> tuple[RunRecord, RunApprovals]:
+    """The run and its approvals, read from one store; an unknown run is an error."""
     from matcher.store import Store, UnknownRunError
+    from parity.views.approvals import run_approvals
 
     with Store.open_readonly(db) as store:  # a reader: it never migrates nor writes
         record = store.get_run(run_id)
         if record is None:
             raise UnknownRunError(f"no run {run_id!r} in {store.url}")
-    return record
+        approvals = run_approvals(store, record)
+    return record, approvals
 
 
 def _relative_data_docs(record: RunRecord, html: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ their control characters (an escape sequence in a version label) rather than act
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matcher.gate import empty_outputs
 from matcher.store import RunRecord
@@ -18,11 +18,15 @@ from parity.views.printable import compact, printable
 from parity.views.properties import properties_document, property_rows
 from parity.views.report import data_docs_path
 
+if TYPE_CHECKING:
+    from parity.views.approvals import RunApprovals
+
 GATE = {None: "gate not decided", True: "gate passed", False: "gate closed"}
 
 
-def render_summary(record: RunRecord) -> str:
-    """The run in a few lines, ending in a newline, safe for a terminal."""
+def render_summary(record: RunRecord, approvals: RunApprovals | None = None) -> str:
+    """The run in a few lines, ending in a newline, safe for a terminal; with its
+    approvals (who accepted which divergences, when, why; revocations) when given."""
     counts = ", ".join(f"{kind} {n}" for kind, n in record.counts.items())
     lines = [
         f"run {record.run_id}: {record.validation}, "
@@ -76,6 +80,7 @@ def render_summary(record: RunRecord) -> str:
         lines.append(f"error: {first}")
         lines.extend(f"  {line}" for line in rest)
     lines.extend(_expectations(record))
+    lines.extend(_approvals(approvals))
     if record.divergences:
         lines.append(
             f"witnesses: {len(record.divergences)} stored "
@@ -104,6 +109,21 @@ def _properties(document: dict[str, Any]) -> list[str]:
         if row["evidence"] is not None:
             shrunk = "" if row["shrunk_from"] is None else f" (shrunk from {row['shrunk_from']})"
             lines.append(f"    evidence input{shrunk}: {row['evidence']}")
+    return lines
+
+
+def _approvals(approvals: RunApprovals | None) -> list[str]:
+    """``approval: approved by alice ...: why``, what it accepted, then the trail."""
+    from parity.views.approvals import describe_row, describe_signature, describe_state
+
+    if approvals is None or (approvals.state is None and not approvals.trail):
+        return []
+    lines = [f"approval: {describe_state(approvals)}"]
+    if approvals.approval is not None:
+        accepted = describe_signature(approvals.approval.divergences)
+        gate = " (opens the gate)" if approvals.opens_gate else ""
+        lines.append(f"  accepted: {accepted}{gate}")
+    lines.extend(f"  {describe_row(row)}" for row in approvals.trail)
     return lines
 
 

@@ -3,9 +3,14 @@ shows, from ``Store.list_runs``.
 
 One row per run: when it started, the validation, how it was triggered, both versions,
 the input slice, the verdict, its divergences per kind, the expectations met, how long it
-took and its run id (for ``parity report RUN_ID``). ``history_entry`` is a run as
-``parity history --json`` prints it, with its schema findings in the same form as ``parity
-report --json`` (``null``: the schemas were not compared).
+took, its gate now and its run id (for ``parity report RUN_ID``). ``history_entry`` is a
+run as ``parity history --json`` prints it, with its schema findings in the same form as
+``parity report --json`` (``null``: the schemas were not compared).
+
+The gate column is the gate now: the decision stored with the run, opened by an active
+approval of its divergences (``parity approve``; ``parity.views.approvals``) and marked so:
+``open (approved #3)``, ``open (covered by #3)``, ``closed (revoked #3)``. The JSON entry
+has the same as ``gate_now`` and the approvals as ``approval`` (``null``: none).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from matcher.serialize import json_safe
+from parity.views.approvals import RunApprovals, marker
 from parity.views.printable import printable
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, Alembic) is imported when the command runs
@@ -33,6 +39,7 @@ COLUMNS = (
     "verdict",
     "divergences",
     "expectations",
+    "gate",
     "duration",
     "run id",
 )
@@ -40,8 +47,8 @@ SHORT_KINDS = {"loss": "loss", "duplication": "dup", "reordering": "reord", "cor
 NONE = "-"
 
 
-def history_entry(run: RunSummary) -> dict[str, Any]:
-    """One run as ``parity history --json`` prints it."""
+def history_entry(run: RunSummary, approvals: RunApprovals | None = None) -> dict[str, Any]:
+    """One run as ``parity history --json`` prints it (``approvals``: the run's, if any)."""
     return {
         "run_id": run.run_id,
         "validation": run.validation,
@@ -50,6 +57,8 @@ def history_entry(run: RunSummary) -> dict[str, Any]:
         "status": run.status,
         "verdict": run.verdict,
         "gate_passed": run.gate_passed,
+        "gate_now": gate_now(run, approvals),
+        "approval": None if approvals is None or approvals.state is None else approvals.to_dict(),
         "versions": {"reference": run.reference_version, "candidate": run.candidate_version},
         "slice": json_safe(run.slice),
         "started_at": run.started_at.isoformat(),
@@ -70,7 +79,7 @@ def history_entry(run: RunSummary) -> dict[str, Any]:
     }
 
 
-def history_row(run: RunSummary) -> tuple[str, ...]:
+def history_row(run: RunSummary, approvals: RunApprovals | None = None) -> tuple[str, ...]:
     """The table cells of one run, in ``COLUMNS`` order."""
     return tuple(
         printable(cell)
@@ -83,10 +92,31 @@ def history_row(run: RunSummary) -> tuple[str, ...]:
             run.verdict or run.status,
             describe_divergences(run),
             describe_expectations(run),
+            describe_gate(run, approvals),
             describe_duration(run.duration),
             run.run_id,
         )
     )
+
+
+def gate_now(run: RunSummary, approvals: RunApprovals | None = None) -> str | None:
+    """``open``, ``closed`` or ``None`` (not decided): the stored decision, opened by an
+    active approval that covers the run's divergences, unless its expectations failed (an
+    approval accepts divergences, not failed expectations)."""
+    if approvals is not None and approvals.opens_gate and run.expectations_passed is not False:
+        return "open"
+    if run.gate_passed is None:
+        return None
+    return "open" if run.gate_passed else "closed"
+
+
+def describe_gate(run: RunSummary, approvals: RunApprovals | None = None) -> str:
+    """The gate now, with the approval that decides it: ``open (approved #3)``,
+    ``closed (revoked #3)``."""
+    now = gate_now(run, approvals) or NONE
+    if approvals is None or approvals.state is None or run.gate_passed:
+        return now
+    return f"{now} ({marker(approvals)})"
 
 
 def describe_validation(run: RunSummary) -> str:

@@ -6,6 +6,7 @@
     record = Store.open().get_run("parity__taxi/scheduled__2026-01-02")
     document = report_document(record)          # JSON-safe dict
     page = render_report_html(record, links={"Airflow DAG run": "/dags/parity__taxi/runs/x"})
+    document = report_document(record, run_approvals(store, record))   # with its approvals
 
 The page answers, in order: the verdict (and whether the gate opened); what was compared
 (validation, both versions, input slice, timings); how much noise the reference showed and
@@ -45,6 +46,7 @@ from matcher.serialize import json_safe
 from matcher.store import DATA_DOCS_DIR, ExpectationRecord, RunRecord, StoredDivergence
 from matcher.store.records import PROPERTIES
 from matcher.verdict import EMPTY_WARNING, KINDS
+from parity.views.approvals import RunApprovals, describe_row, describe_signature, describe_state
 from parity.views.crash_log import recovery_view
 from parity.views.printable import compact, printable
 from parity.views.printable import show as shown
@@ -64,8 +66,10 @@ UNEXPECTED_ITEMS = 20
 SAFE_SCHEMES = ("http", "https", "file")
 
 
-def report_document(record: RunRecord) -> dict[str, Any]:
-    """The run as one JSON-safe document (what ``parity report --json`` prints)."""
+def report_document(record: RunRecord, approvals: RunApprovals | None = None) -> dict[str, Any]:
+    """The run as one JSON-safe document (what ``parity report --json`` prints);
+    ``approvals`` (``parity.views.approvals.run_approvals``) under ``approvals`` (``null``:
+    not read)."""
     return {
         "run_id": record.run_id,
         "validation": record.validation,
@@ -113,6 +117,8 @@ def report_document(record: RunRecord) -> dict[str, Any]:
         "report_path": record.report_path,
         "spec": json_safe(record.spec),
         "schema": None if record.schema is None else json_safe(record.schema.to_dict()),
+        "spec_hash": record.spec_hash,
+        "approvals": None if approvals is None else approvals.to_dict(),
     }
 
 
@@ -220,14 +226,22 @@ def _expectation(result: ExpectationRecord) -> dict[str, Any]:
 # -- HTML ------------------------------------------------------------------------------------
 
 
-def render_report_html(record: RunRecord, *, links: Mapping[str, str] = {}) -> str:
+def render_report_html(
+    record: RunRecord,
+    *,
+    links: Mapping[str, str] = {},
+    approvals: RunApprovals | None = None,
+    approval_form: Mapping[str, Any] | None = None,
+) -> str:
     """The run as one self-contained HTML page (a ``str``; write it as UTF-8).
 
     ``links`` maps a label to a URL shown at the top of the page (the Airflow DAG run, the
     history page); ``links["data_docs"]``, when given, is the Data Docs URL instead of the
-    run's report folder (``Run.report_path``/data_docs/index.html).
+    run's report folder (``Run.report_path``/data_docs/index.html). ``approvals`` are shown
+    in their section; ``approval_form`` (``approve``/``revoke``: the URLs to POST to, or
+    ``None``; ``token``: a hidden field's value) adds the form to it.
     """
-    document = report_document(record)
+    document = report_document(record, approvals)
     docs_path = document["expectations"]["data_docs"]
     if DATA_DOCS_LINK in links:
         data_docs = (links[DATA_DOCS_LINK], link_target(links[DATA_DOCS_LINK]))
@@ -255,7 +269,35 @@ def render_report_html(record: RunRecord, *, links: Mapping[str, str] = {}) -> s
         if document["properties"] is None
         else property_rows(document["properties"]),
         suggested_spec=_suggested_spec(record),
+        approvals=_approvals_view(approvals),
+        approval_form=approval_form,
     )
+
+
+def _approvals_view(approvals: RunApprovals | None) -> dict[str, Any] | None:
+    """The approvals section: the run's state in words and the trail, one row each."""
+    if approvals is None:
+        return None
+    shown = approvals.approval
+    return {
+        "state": approvals.state,
+        "opens_gate": approvals.opens_gate,
+        "summary": describe_state(approvals),
+        "accepted": None if shown is None else describe_signature(shown.divergences),
+        "rows": [
+            {
+                "number": row.approval_id,
+                "action": "revoked" if row.action == "revoke" else "approved",
+                "revokes": row.revokes,
+                "actor": row.actor,
+                "at": row.at.isoformat(),
+                "reason": row.reason,
+                "signature": describe_signature(row.divergences),
+                "line": describe_row(row),
+            }
+            for row in approvals.trail
+        ],
+    }
 
 
 def _suggested_spec(record: RunRecord) -> str | None:

@@ -15,48 +15,65 @@
                                            (``parity gate --json``'s document; 404 for an
                                            unknown validation, 503 for a store that is down)
     GET /parity/static/{name}              the page's CSS, script and icon
+    POST /parity/runs/{run_id}/approve     approve the run's divergences: form reason=, token=
+    POST /parity/runs/{run_id}/revoke      revoke its approval (``parity_ui.approvals``)
 
 Every route depends on Airflow's own authorization check for reading DAG runs
 (``requires_access_dag("GET", DagAccessEntity.RUN)``), which authenticates the caller with
 Airflow's ``get_user``: the JWT in an ``Authorization: Bearer`` header, else the Airflow
 UI's ``_token`` cookie (which the browser sends to the iframe, same origin). No token:
 401; an invalid one or a user who may not read DAG runs: 403. A run id holds a ``/``; it
-is percent-encoded in links and matched as a path here.
+is percent-encoded in links and matched as a path here. Approving or revoking needs more:
+the right to trigger the run's DAG, and a request from this origin (``parity_ui.approvals``);
+then the browser goes back to the run's page (303), whose Approval section shows the trail.
+
+The gate (``/api/gate/``) is bound to today's spec: the validation's spec file in the dags
+folder (``parity.views.gate.current_spec``), so a verdict made under another spec or
+reference version is no usable verdict, as ``parity gate`` says.
 
 Every value read from the URL is checked before it is used (``parity_ui.filters``): a bad
 one is a 400 naming it, an unknown run a 404, never a 5xx. A store that is down is a 503
 that does not show the store's URL (it is logged). Data Docs files are served only from
 inside the run's report folder, without following any link (``parity_ui.datadocs``).
 
-The store is ``Store.open(store_url)``: ``PARITY_DB_URL``, ``parity.toml`` or
-``~/.parity/parity.db`` when no URL is given; it is opened at the first request, so that
-a store that is down does not keep Airflow from loading the plugin.
+The store is ``Store.open(store_url)``; when no URL is given, the Airflow Connection
+``parity_db`` (``PARITY_DB_CONN_ID``) when there is one, else ``PARITY_DB_URL``,
+``parity.toml`` or ``~/.parity/parity.db``; it is opened at the first request, so that a
+store that is down does not keep Airflow from loading the plugin (``parity_ui.store``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from functools import cache
 from http import HTTPStatus
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlencode
 
 import jinja2
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-from airflow.api_fastapi.core_api.security import requires_access_dag
+from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from markupsafe import Markup
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from matcher import uris
+from matcher.errors import SpecError
 from matcher.store import DATA_DOCS_DIR, RunRecord, Store, StoreError
-from parity.views.gate import ERROR, GateStatus, MaxAge, gate_status
+from parity.views.approvals import history_approvals, run_approvals
+from parity.views.gate import ERROR, GateStatus, MaxAge, current_spec, gate_status
 from parity.views.report import DATA_DOCS_LINK, render_report_html, report_document
+from parity_ui import approvals as approving
 from parity_ui.datadocs import open_data_docs_file
 from parity_ui.filters import (
     MAX_TREND_RUNS,
@@ -70,6 +87,7 @@ from parity_ui.filters import (
     path_text,
 )
 from parity_ui.links import MOUNT
+from parity_ui.store import LazyStore, StoreDep, lifespan, store_of
 from parity_ui.trends import KINDS, layout_chart, trend_points
 from parity_ui.views import Roots, history_row, run_entry
 
@@ -89,43 +107,6 @@ _DATA_DOCS_HEADERS = {
 _log = logging.getLogger(__name__)
 
 
-class _LazyStore:
-    """The store, opened (and migrated) at first use, then shared by every request."""
-
-    def __init__(self, url: str | None) -> None:
-        self._url = url
-        self._store: Store | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> Store:
-        with self._lock:
-            if self._store is None:
-                self._store = Store.open(self._url)
-            return self._store
-
-    def close(self) -> None:
-        with self._lock:
-            if self._store is not None:
-                self._store.close()
-                self._store = None
-
-
-@contextlib.asynccontextmanager
-async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Close the store's connections when the app stops (when it runs on its own; a mounted
-    app has no lifespan of its own, and the server's exit closes them)."""
-    yield
-    app.state.parity_store.close()
-
-
-def _store(request: Request) -> Store:
-    lazy: _LazyStore = request.app.state.parity_store
-    return lazy()
-
-
-StoreDep = Annotated[Store, Depends(_store)]
-
-
 def create_app(store_url: str | None = None) -> FastAPI:
     """The app, reading the store at ``store_url`` (``None``: the store's own precedence)."""
     app = FastAPI(
@@ -134,9 +115,9 @@ def create_app(store_url: str | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
-        lifespan=_lifespan,
+        lifespan=lifespan,
     )
-    app.state.parity_store = _LazyStore(store_url)
+    app.state.parity_store = LazyStore(store_url)
 
     @app.exception_handler(StarletteHTTPException)
     def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -156,6 +137,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
         wanted = parse_run_filter(request.query_params)
         roots = _roots(request)
         runs = store.list_runs(**wanted.store_arguments())
+        approvals = history_approvals(store, runs)
         return _page(
             request,
             "history.html.j2",
@@ -164,7 +146,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
             validations=store.validations(),
             verdicts=VERDICTS,
             triggers=TRIGGERS,
-            rows=[history_row(run, roots) for run in runs],
+            rows=[history_row(run, roots, approvals.get(run.run_id)) for run in runs],
             first=wanted.offset + 1 if runs else 0,
             last=wanted.offset + len(runs),
             newer_href=_page_href(roots, wanted, wanted.offset - wanted.limit)
@@ -186,7 +168,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
         charts = [
             {
                 "validation": name,
-                "gate": gate_status(store, name).to_dict(),
+                "gate": _todays_gate(request, name)[0].to_dict(),
                 "chart": layout_chart(
                     trend_points(store.list_runs(validation=name, limit=runs)), roots
                 ),
@@ -207,13 +189,21 @@ def create_app(store_url: str | None = None) -> FastAPI:
         )
 
     @app.get("/runs/{path:path}")
-    def run_page(request: Request, path: str, store: StoreDep) -> Response:
+    def run_page(request: Request, path: str, store: StoreDep, user: GetUserDep) -> Response:
         run_id, docs, file = path.partition(_DATA_DOCS)
         record = _get_run(store, run_id)
         if docs:
             return _data_docs_file(record, path_text("data docs path", file))
         roots = _roots(request)
-        page = render_report_html(record, links=_report_links(record, roots))
+        approvals = run_approvals(store, record)
+        page = render_report_html(
+            record,
+            links=_report_links(record, roots),
+            approvals=approvals,
+            approval_form=approving.approval_form(
+                record, approvals, roots.run(record.run_id), user
+            ),
+        )
         script = Markup('<script src="{}/static/parity.js" defer></script>').format(roots.plugin)
         return HTMLResponse(page.replace("</head>", f"{script}\n</head>", 1))
 
@@ -222,12 +212,15 @@ def create_app(store_url: str | None = None) -> FastAPI:
         wanted = parse_run_filter(request.query_params)
         roots = _roots(request)
         runs = store.list_runs(**wanted.store_arguments())
-        return {"filters": wanted.as_dict(), "runs": [run_entry(run, roots) for run in runs]}
+        approvals = history_approvals(store, runs)
+        entries = [run_entry(run, roots, approvals.get(run.run_id)) for run in runs]
+        return {"filters": wanted.as_dict(), "runs": entries}
 
     @app.get("/api/runs/{run_id:path}")
     def api_run(request: Request, run_id: str, store: StoreDep) -> dict[str, Any]:
         record = _get_run(store, run_id)
-        return {**report_document(record), "links": _report_links(record, _roots(request))}
+        document = report_document(record, run_approvals(store, record))
+        return {**document, "links": _report_links(record, _roots(request))}
 
     @app.get("/api/trends")
     def api_trends(request: Request, store: StoreDep) -> dict[str, Any]:
@@ -262,14 +255,19 @@ def create_app(store_url: str | None = None) -> FastAPI:
             max_age = None if age is None else MaxAge.parse(age)
         except ValueError as exc:
             raise FilterError(f"max_age: {exc}") from None
-        try:
-            status = gate_status(_store(request), name, candidate, max_age=max_age)
-        except StoreError as exc:  # the same document, not the other routes' {"detail"}
-            _log.error("the Parity results store failed: %s", exc)
-            reason = "the Parity results store is unavailable (see the log)"
-            status = GateStatus.error(name, candidate, reason, max_age=age)
-            return JSONResponse(status.to_dict(), status_code=503)
-        return JSONResponse(status.to_dict(), status_code=404 if status.state == ERROR else 200)
+        status, code = _todays_gate(request, name, candidate, max_age, age)
+        return JSONResponse(status.to_dict(), status_code=code)
+
+    @app.post("/runs/{run_id:path}/{action}")
+    async def approval(
+        request: Request, run_id: str, action: str, store: StoreDep, user: GetUserDep
+    ) -> Response:
+        """Approve or revoke, then back to the run's page (``parity_ui.approvals``)."""
+        if action not in approving.ACTIONS:
+            raise HTTPException(404, f"no action {action!r}: approve or revoke")
+        record = _get_run(store, run_id)
+        await approving.record_action(request, record, action, store, user)
+        return RedirectResponse(_roots(request).run(record.run_id), status_code=303)
 
     @app.get("/static/{name}")
     def static(name: str) -> FileResponse:
@@ -278,6 +276,36 @@ def create_app(store_url: str | None = None) -> FastAPI:
         return FileResponse(HERE / "static" / name, media_type=STATIC[name])
 
     return app
+
+
+def _todays_gate(
+    request: Request,
+    name: str,
+    candidate: str | None = None,
+    max_age: MaxAge | None = None,
+    age: str | None = None,
+) -> tuple[GateStatus, int]:
+    """The gate of ``name`` bound to today's spec (``current_spec``: the dags folder's
+    validations), and the HTTP status of its document: 404 for an unknown validation or one
+    without a spec in the deployment, 503 when the store or today's spec cannot be read
+    (logged: the messages name the store's host and the server's paths)."""
+    try:
+        current = current_spec(name)
+        status = gate_status(store_of(request), name, candidate, max_age=max_age, current=current)
+        if current is None and status.state != ERROR:  # as ``parity gate``: never unbound
+            reason = (
+                f"no spec for validation {name!r} in this deployment's validations folder: "
+                "its verdicts cannot be bound to today's spec"
+            )
+            status = GateStatus.error(name, candidate, reason, max_age=age)
+        return status, 404 if status.state == ERROR else 200
+    except StoreError as exc:
+        _log.error("the Parity results store failed: %s", exc)
+        reason = "the Parity results store is unavailable (see the log)"
+    except (SpecError, OSError) as exc:
+        _log.error("today's spec of validation %r does not load: %s", name, exc)
+        reason = f"today's spec of validation {name!r} does not load (see the log)"
+    return GateStatus.error(name, candidate, reason, max_age=age), 503
 
 
 def _roots(request: Request) -> Roots:

@@ -2,8 +2,10 @@
 
 The cells use the same wording as ``parity history`` (``parity.views.history``), and a JSON
 entry is ``parity history --json``'s entry plus the run's links, so the page, the API and
-the command line list the same runs the same way. Escaping is the templates' job
-(autoescaped Jinja2): nothing here is markup.
+the command line list the same runs the same way. The gate cell is the gate now: a run
+whose divergences an active approval accepts shows ``open`` and ``approved #3`` (or
+``covered by #3``), a revoked approval ``revoked #3`` (``parity.views.approvals``).
+Escaping is the templates' job (autoescaped Jinja2): nothing here is markup.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from matcher.schema import SchemaDiff
 from matcher.store import RunSummary
+from parity.views.approvals import RunApprovals, describe_state, marker
 from parity.views.history import (
     NONE,
     describe_divergences,
@@ -21,6 +24,7 @@ from parity.views.history import (
     describe_expectations,
     describe_slice,
     describe_validation,
+    gate_now,
     history_entry,
 )
 from parity_ui.links import dag_run_path, run_path
@@ -70,6 +74,11 @@ class HistoryRow:
     error: str | None
     #: the schema findings in a few words (``None``: none), shown under the counts
     schema: str | None = None
+    #: the approval's marker beside the gate (``approved #3``; ``None``: none), its state
+    #: (``approved``, ``covered``, ``revoked``) and who, when, why (the cell's title)
+    approval: str | None = None
+    approval_state: str | None = None
+    approval_title: str | None = None
 
 
 def when(instant: dt.datetime) -> str:
@@ -77,8 +86,9 @@ def when(instant: dt.datetime) -> str:
     return f"{instant.astimezone(dt.UTC):%Y-%m-%d %H:%M} UTC"
 
 
-def history_row(run: RunSummary, roots: Roots) -> HistoryRow:
+def history_row(run: RunSummary, roots: Roots, approvals: RunApprovals | None = None) -> HistoryRow:
     passed = run.expectations_passed
+    approved = approvals is not None and approvals.state is not None
     return HistoryRow(
         run_id=run.run_id,
         href=roots.run(run.run_id),
@@ -93,12 +103,15 @@ def history_row(run: RunSummary, roots: Roots) -> HistoryRow:
         total_divergences=run.total_divergences,
         expectations=describe_expectations(run),
         expectations_state="none" if passed is None else "passed" if passed else "failed",
-        gate=gate_text(run.gate_passed),
+        gate=gate_now(run, approvals) or NONE,
         duration=describe_duration(run.duration),
         dag_run_href=roots.dag_run(run),
         dag_run_label=run.dag_run_id or NONE,
         error=run.error,
         schema=describe_schema(run.schema),
+        approval=marker(approvals) if approved else None,
+        approval_state=approvals.state if approvals is not None and approved else None,
+        approval_title=describe_state(approvals) if approvals is not None and approved else None,
     )
 
 
@@ -109,14 +122,12 @@ def describe_schema(schema: SchemaDiff | None) -> str | None:
     return f"schema: {schema.summary()}"
 
 
-def gate_text(passed: bool | None) -> str:
-    return NONE if passed is None else "open" if passed else "closed"
-
-
-def run_entry(run: RunSummary, roots: Roots) -> dict[str, Any]:
+def run_entry(
+    run: RunSummary, roots: Roots, approvals: RunApprovals | None = None
+) -> dict[str, Any]:
     """One run in the JSON API: ``parity history --json``'s entry and the run's links."""
     return {
-        **history_entry(run),
+        **history_entry(run, approvals),
         "links": {
             "page": roots.run(run.run_id),
             "report": roots.run_api(run.run_id),
