@@ -5,6 +5,7 @@
 #   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
 #   make cluster a bundled validation's DAG on a standalone Spark cluster with shipped code (minutes; not in CI)
+#   make release-e2e  the release loop on a real Airflow (api-server, scheduler, dag-processor) with artifacts in S3 (minutes; not in CI)
 #   make crashes every variant of the detector's crash-and-restart runs, and on a standalone cluster (minutes; CI runs four of them)
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
@@ -30,7 +31,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install test scale cluster crashes recovery-figures properties-figures lint check demo fmt lock clean
+.PHONY: help install test scale cluster release-e2e crashes recovery-figures properties-figures lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -68,6 +69,13 @@ scale: install
 # zip): tests/test_cluster_validation.py, docs/cluster.md.
 cluster: install
 	$(BIN)/pytest --cluster -m cluster --timeout 1800 -p no:cacheprovider tests/test_cluster_validation.py
+
+# The release loop end to end (issue 30): a real `airflow api-server`, scheduler and DAG
+# processor on loopback, candidate builds in a loopback S3 server, `parity run`, `gate`,
+# `approve` as a release pipeline runs them, and the deploy DAG on the gate's Asset event
+# (tests/test_release_e2e.py; CI runs the short path, tests/test_release_services.py).
+release-e2e: install
+	$(BIN)/pytest --release-e2e -m release_e2e --timeout 1800 -p no:cacheprovider tests/test_release_e2e.py
 
 # The sequence-window detector's runs with and without a crash, every variant (the default
 # run keeps two of each: tests/test_sequence_window_app.py, IN_CI).

@@ -47,13 +47,17 @@ OPT_IN = {
     "scale": "millions of rows, minutes each (make scale)",
     "cluster": "a standalone Spark cluster running a validation's DAG, minutes (make cluster)",
     "crashes": "every crash-and-restart variant, and on a cluster: a minute each (make crashes)",
+    "release_e2e": "the release loop on a real Airflow, minutes (make release-e2e)",
 }
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     for marker, what in OPT_IN.items():
         parser.addoption(
-            f"--{marker}", action="store_true", help=f"also run the tests marked {marker}: {what}"
+            f"--{marker.replace('_', '-')}",
+            action="store_true",
+            dest=marker,
+            help=f"also run the tests marked {marker}: {what}",
         )
 
 
@@ -63,6 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 #: first, which put these last): these go first, so that the last minutes are not one long
 #: file running beside an idle process
 LONG_FILES = (
+    "test_release_services.py",
     "test_recovery.py",
     "test_sequence_window_app.py",
     "test_dags.py",
@@ -71,6 +76,11 @@ LONG_FILES = (
     "test_recovery_dag.py",
     "test_adhoc_overrides.py",
     "test_cli.py",
+    "test_artifacts.py",
+    "test_airflow_release.py",
+    "test_parity_run.py",
+    "test_ci_recipes.py",
+    "test_approvals_ui.py",
 )
 
 
@@ -81,7 +91,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     their data."""
     rank = {name: n for n, name in enumerate(LONG_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FILES)))  # a stable sort
-    left_out = [m for m in OPT_IN if not config.getoption(f"--{m}")]
+    left_out = [m for m in OPT_IN if not config.getoption(m)]
     if not left_out:
         return
     kept = [item for item in items if not any(item.get_closest_marker(m) for m in left_out)]
