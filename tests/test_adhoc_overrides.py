@@ -221,7 +221,9 @@ def test_a_malformed_workspace_fails_the_plan_and_writes_nothing(
         "upstream_failed",
     )
     assert sorted(p.name for p in cwd.iterdir()) == []
-    with Store.open(parity_env.db_url) as store:
-        assert store.list_runs() == []
+    with Store.open(parity_env.db_url) as store:  # stored failed with the reason; no job ran
+        [stored] = store.list_runs()
+    assert (stored.status, stored.verdict) == ("failed", "error")
+    assert stored.error is not None and stored.error.startswith("rejected by the plan: ")
     out, err = capfd.readouterr()
     assert f"PARITY_WORKSPACE: {workspace!r} " in out + err

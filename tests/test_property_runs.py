@@ -155,7 +155,8 @@ def test_the_history_lists_a_properties_run(sqlite_url: str) -> None:
         "completed",
         "-",
         "-",
-        row[8],  # the duration: from STARTED to when the test stored it
+        "-",  # the gate: a properties run has none
+        row[9],  # the duration: from STARTED to when the test stored it
         run_id,
     )
 
