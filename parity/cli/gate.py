@@ -103,7 +103,7 @@ def add_gate_command(commands: Any) -> None:
         "--json", action="store_true", help="print one JSON object, whatever the outcome"
     )
     gate.set_defaults(run=run_gate)
-    _json_usage_errors(gate)
+    json_usage_errors(gate, _usage_document)
 
 
 def run_gate(args: argparse.Namespace, out: TextIO) -> int:
@@ -184,16 +184,25 @@ def _duration(option: str, text: str | None) -> MaxAge | None:
         raise GateError(f"{option}: {exc}") from None
 
 
+def _usage_document(reason: str) -> dict[str, Any]:
+    document = GateStatus.error("", None, reason).to_dict()
+    document["validation"] = None  # not parsed
+    return document
+
+
 def _text(status: GateStatus) -> list[str]:
     return [status.headline(), *(f"  {line}" for line in status.details())]
 
 
-def _json_usage_errors(parser: argparse.ArgumentParser) -> None:
+def json_usage_errors(
+    parser: argparse.ArgumentParser, document_of: Callable[[str], dict[str, Any]]
+) -> None:
     """Under ``--json``, argparse's own errors (no VALIDATION, an option without its value,
-    an unknown option) are the one JSON object on stdout too, exit 2, so that a pipeline
-    parsing the answer never meets an empty stdout. ``add_parser`` builds the parser, so its
-    ``parse_known_args`` and ``error`` are wrapped on the instance; without ``--json``
-    argparse reports as it does for every command."""
+    an unknown option) are the one JSON object on stdout too (``document_of(message)``, the
+    command's own error document), exit 2, so that a pipeline parsing the answer never
+    meets an empty stdout. ``add_parser`` builds the parser, so its ``parse_known_args`` and
+    ``error`` are wrapped on the instance; without ``--json`` argparse reports as it does
+    for every command. ``parity gate`` and ``parity run`` use it."""
     parse_known = parser.parse_known_args
     usage_error = parser.error
     wants_json = [False]
@@ -208,8 +217,7 @@ def _json_usage_errors(parser: argparse.ArgumentParser) -> None:
     def error(message: str) -> NoReturn:
         if not wants_json[0]:
             usage_error(message)
-        document = GateStatus.error("", None, f"{parser.prog}: {message}").to_dict()
-        document["validation"] = None  # not parsed
+        document = document_of(f"{parser.prog}: {message}")
         sys.stdout.write(json.dumps(document, allow_nan=False, ensure_ascii=False) + "\n")
         sys.stdout.flush()
         raise SystemExit(2)

@@ -37,13 +37,14 @@ import re
 import sys
 import time
 from dataclasses import dataclass, replace
-from typing import Any, NoReturn, TextIO
+from typing import Any, TextIO
 
 from matcher.errors import ParityError
 from matcher.printable import printable
 from matcher.spec_bounds import parse_duration
 from matcher.store.run_ids import DAG_PREFIX, dag_id_for, pipeline_run_id
 from parity.cli.commands import SUMMARY
+from parity.cli.gate import json_usage_errors
 from parity.runs.airflow_api import (
     FINISHED_RUN_STATES,
     FINISHED_TASK_STATES,
@@ -215,7 +216,7 @@ def add_run_command(commands: Any) -> None:
     run.add_argument("--db", metavar="URL", help="results database (local mode)")
     run.add_argument("--spec", metavar="FILE", help="the validation's spec file (local mode)")
     run.set_defaults(run=run_run)
-    _json_usage_errors(run)
+    json_usage_errors(run, lambda reason: Outcome.error(None, reason).to_dict())
 
 
 def run_run(args: argparse.Namespace, out: TextIO) -> int:
@@ -415,29 +416,3 @@ class Progress:
             self._stream.write("\r\x1b[K")
             self._stream.flush()
             self._shown = False
-
-
-def _json_usage_errors(parser: argparse.ArgumentParser) -> None:
-    """Under ``--json``, argparse's own errors are the one JSON object on stdout too, exit 2
-    (``parity.cli.gate._json_usage_errors``' pattern, with ``parity run``'s document)."""
-    parse_known = parser.parse_known_args
-    usage_error = parser.error
-    wants_json = [False]
-
-    def parse_known_args(args: Any = None, namespace: Any = None) -> Any:
-        wants_json[0] = args is not None and "--json" in args
-        parsed, extras = parse_known(args, namespace)
-        if extras and wants_json[0]:
-            error(f"unrecognized arguments: {' '.join(extras)}")
-        return parsed, extras
-
-    def error(message: str) -> NoReturn:
-        if not wants_json[0]:
-            usage_error(message)
-        document = Outcome.error(None, f"{parser.prog}: {message}").to_dict()
-        sys.stdout.write(json.dumps(document, allow_nan=False, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-        raise SystemExit(2)
-
-    setattr(parser, "parse_known_args", parse_known_args)  # noqa: B010 (an instance's)
-    setattr(parser, "error", error)  # noqa: B010
