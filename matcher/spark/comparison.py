@@ -36,6 +36,7 @@ from matcher.spark.equality_sql import (
 from matcher.spark.forms import Layout, layout_of
 from matcher.spark.grouped_run import grouped_plan, run_grouped
 from matcher.spark.grouped_sql import matching_plan
+from matcher.spark.ordering import aligned_orders
 from matcher.spark.per_partition import check_coarse_key, partitioned_union, run_per_partition
 from matcher.spark.result import build_verdict
 from matcher.spark.schema import Streams, reconcile, require_columns
@@ -83,8 +84,7 @@ class SparkComparison:
         """Both streams over the same columns, checked against what the spec reads."""
         self.equality.check_compatible(self.dependence.columns)
         streams = reconcile(
-            self.reference,
-            self.candidate,
+            *aligned_orders(self.reference, self.candidate),
             self.schema_mode,
             self.equality.ignore,
             self.nullability,

@@ -9,10 +9,13 @@ and split come from the hidden ``_metadata`` column and its place inside the spl
 by one task, front to back). One small aggregation counts the rows of every (file, split);
 their prefix sums, computed on the driver (a row per split), are joined back by broadcast.
 
-With ``order_by`` the rows are range-partitioned and sorted by those columns, ties broken by
-the file order above, materialised once (a local checkpoint: a sort's partitions differ
-from one execution to the next), and the same counting is done per sorted partition.
-Neither way sorts the stream into one partition or numbers it with a global
+With ``order_by`` the order is a column, ``__p_ord``: the struct of those columns and the
+file order above (ties keep it), and positions are computed only by a plan that reads them
+(``matcher.spark.ordering``): screening an equivalent output sorts nothing. An ``order_by``
+column of a type whose values cannot be bounds exactly (``timestamp_ntz``, binary, arrays)
+is range-partitioned and sorted instead, materialised once (a local checkpoint: a sort's
+partitions differ from one execution to the next), and the same counting is done per sorted
+partition. No way sorts the stream into one partition or numbers it with a global
 ``row_number``.
 """
 
@@ -34,6 +37,7 @@ from matcher.formats import check_format, format_of_path, spark_format
 from matcher.spark.columns import check_column_names
 from matcher.spark.equality_sql import literal
 from matcher.spark.kinds import keep_json_kinds
+from matcher.spark.ordering import lazy_order_applies, number_by_order
 from matcher.spark.schema import ORD, POS, column
 
 _ID = "__p_id"
@@ -88,6 +92,8 @@ def read_stream(
             natural = _number_by_partitions(df)
     if not order_by:
         return natural
+    if lazy_order_applies(natural, order_by):
+        return number_by_order(natural, order_by)
     # ties keep the natural order; __p_ord, where there is one, needs no counting job
     tie = ORD if ORD in natural.columns else POS
     ordered = natural.orderBy(*[column(c) for c in order_by], tie).drop(POS, ORD)
