@@ -6,7 +6,7 @@
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
 #   make cluster a bundled validation's DAG on a standalone Spark cluster with shipped code (minutes; not in CI)
 #   make release-e2e  the release loop on a real Airflow (api-server, scheduler, dag-processor) with artifacts in S3 (minutes; not in CI)
-#   make crashes every variant of the detector's crash-and-restart runs, and on a standalone cluster (minutes; CI runs four of them)
+#   make crashes every variant of the detector's crash-and-restart runs, and on a standalone cluster (minutes; CI runs two of them)
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
 #   make fmt     format and auto-fix
@@ -73,14 +73,19 @@ cluster: install
 # The release loop end to end (issue 30): a real `airflow api-server`, scheduler and DAG
 # processor on loopback, candidate builds in a loopback S3 server, `parity run`, `gate`,
 # `approve` as a release pipeline runs them, and the deploy DAG on the gate's Asset event
-# (tests/test_release_e2e.py; CI runs the short path, tests/test_release_services.py).
+# (tests/test_release_e2e.py; CI runs the short path, tests/test_release_services.py), the
+# CI script blocking a divergent build, and the release example DAG with Spark.
 release-e2e: install
-	$(BIN)/pytest --release-e2e -m release_e2e --timeout 1800 -p no:cacheprovider tests/test_release_e2e.py
+	$(BIN)/pytest --release-e2e -m release_e2e --timeout 1800 -p no:cacheprovider tests/test_release_e2e.py \
+		tests/test_ci_recipes.py tests/test_airflow_release.py
 
 # The sequence-window detector's runs with and without a crash, every variant (the default
-# run keeps two of each: tests/test_sequence_window_app.py, IN_CI).
+# run keeps one run through a crash and one kill after the sink wrote:
+# tests/test_sequence_window_app.py, IN_CI), and recovery validations that detect a bug
+# through a crash and kill executors on a standalone cluster (tests/test_recovery.py).
 crashes: install
-	$(BIN)/pytest --crashes -m crashes --timeout 1800 -p no:cacheprovider tests/test_sequence_window_app.py
+	$(BIN)/pytest --crashes -m crashes --timeout 1800 -p no:cacheprovider tests/test_sequence_window_app.py \
+		tests/test_recovery.py
 
 # The README's recovery figures: the sequence-window detector and each buggy variant, 10 seeded
 # runs of 5 driver SIGKILLs each, checked by the Wallaroo validator (bench/recovery_figures.py).

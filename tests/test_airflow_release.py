@@ -372,7 +372,7 @@ def test_the_example_dags_load_from_the_real_dags_folder(
 # --- build ─► validate ─► deploy, for real ----------------------------------------------------
 
 
-@pytest.mark.slow
+@pytest.mark.release_e2e
 @pytest.mark.spark
 @pytest.mark.timeout(1800)
 def test_the_release_example_validates_the_build_and_deploys(

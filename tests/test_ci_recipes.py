@@ -143,6 +143,7 @@ def test_the_script_refuses_to_run_without_its_settings(
 # -- the script for real: local mode, a bundled divergent validation ------------------------
 
 
+@pytest.mark.release_e2e
 @pytest.mark.timeout(1800)
 def test_the_script_blocks_a_divergent_build(tmp_path: Path) -> None:
     environment = {

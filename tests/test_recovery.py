@@ -102,6 +102,7 @@ def test_the_detector_survives_driver_kills(
     assert (summary.kind, summary.status) == ("recovery", "completed")
 
 
+@pytest.mark.crashes
 def test_state_kept_on_the_driver_is_lost_by_a_crash(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -115,6 +116,7 @@ def test_state_kept_on_the_driver_is_lost_by_a_crash(
     assert "record #" in first["explanation"]
 
 
+@pytest.mark.crashes
 def test_the_detector_survives_executor_kills_on_a_standalone_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

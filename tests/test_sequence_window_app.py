@@ -384,7 +384,7 @@ RUNS = {
 }
 #: the runs the default test run keeps; the others are marked ``crashes`` (``make crashes``):
 #: a minute each on two cores, and ``make recovery-figures`` runs every variant ten times
-IN_CI = {"correct-file", "driver_state-file", "correct-db/crash", "at_least_once_sink/crash"}
+IN_CI = {"correct-db/crash"}
 
 
 def variants(names: dict[str, Any], suffix: str = "") -> list[Any]:
