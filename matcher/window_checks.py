@@ -1,5 +1,5 @@
 """The window rule of the sequence-window validator (``matcher.windows``), and the few
-value and text helpers both rules share.
+value and text helpers the rules share.
 
     canonical(10)                              # [7, 8, 9, 10]
     window_fault([0, 0, 0, 10], (6, 7, 8, 9), 10, None)
@@ -10,12 +10,18 @@ pushed (``continues``): then it shows a fault of its own, named by the first fac
 this order of precedence (``matcher.windows`` states the rules in full):
 
 * a value not in the sequence, or a zero after a nonzero: corruption;
+* the record alone is out of line (``resumes``: the key's next window goes on from the
+  one before it, not from this one): corruption;
+* one value other than the one that belongs there (``[47, 12, 49, 50]``): corruption, but
+  for the state dropping an update (``[2, 4, 5, 6]`` for ``[3, 4, 5, 6]``), a loss;
 * a value twice: duplication;
 * two values out of order: reordering;
 * a gap between neighbours, or more leading zeros than the tail has: loss;
 * none of these, yet not what was expected: corruption.
 
 A fact the predecessor showed one place to the right is not new: the state carried it.
+The fewest faults decide between the facts: a single changed value is one corruption,
+though the number it leaves may look like a repeat or a value out of order.
 """
 
 from __future__ import annotations
@@ -55,7 +61,12 @@ def canonical(tail: int) -> list[int]:
 
 def is_canonical(window: Any, tail: int) -> bool:
     """``window`` is the window for ``tail``, every value an ``int`` (not 1.0, not true)."""
-    return window == canonical(tail) and all(type(value) is int for value in window)
+    if not isinstance(window, list) or len(window) != WINDOW:
+        return False
+    a, b, c, d = window  # unrolled: this runs for every record read
+    if type(a) is not int or type(b) is not int or type(c) is not int or type(d) is not int:
+        return False
+    return d == tail and c == max(0, tail - 1) and b == max(0, tail - 2) and a == max(0, tail - 3)
 
 
 def in_sequence(value: Any, expected: int | None) -> bool:
@@ -87,10 +98,16 @@ def continues(ring: Sequence[Any] | None, last: int, window: Any, tail: int) -> 
 
 
 def window_fault(
-    window: list[Any], ring: Sequence[Any] | None, tail: int, expected: int | None
+    window: list[Any],
+    ring: Sequence[Any] | None,
+    tail: int,
+    expected: int | None,
+    *,
+    resumes: bool = False,
 ) -> tuple[Kind, str]:
     """The new fault of a window of ``WINDOW`` values with a valid tail, that is neither
-    canonical nor continues ``ring``: its kind and a sentence naming what was expected."""
+    canonical nor continues ``ring``: its kind and a sentence naming what was expected.
+    ``resumes``: the key's next record goes on without this window's oddity."""
     wanted = f"expected {shown(canonical(tail))}"
 
     def carried(*places: int) -> bool:
@@ -107,6 +124,16 @@ def window_fault(
         if place > zeros and valid[place] and value == 0 and not carried(zeros, place):
             text = f"a zero follows {shown(window[zeros])}: zeros only lead a window"
             return "corruption", f"{text} ({wanted})"
+    changed = _one_value_changed(window, ring, tail)
+    if changed is not None:
+        value, belongs = changed
+        text = f"the value {shown(value)} stands where {shown(belongs)} belongs"
+        if resumes:
+            return "corruption", f"{text}, and the next window goes on without it ({wanted})"
+        return "corruption", f"{text}: one value of the window changed ({wanted})"
+    if resumes:
+        text = "the next window goes on from the one before this record, not from it"
+        return "corruption", f"{text}: the record alone is out of line ({wanted})"
     values = [(p, v) for p, v in enumerate(window) if valid[p] and v > 0]
     pairs = list(itertools.combinations(values, 2))
     for (p, x), (q, y) in pairs:
@@ -126,6 +153,32 @@ def window_fault(
         return "loss", f"{text}, {updates(lost[0], lost[-1])} gone from it ({wanted})"
     text = "the window is neither the canonical one nor the previous one with its tail pushed"
     return "corruption", f"{text} ({wanted})"
+
+
+def _one_value_changed(
+    window: list[Any], ring: Sequence[Any] | None, tail: int
+) -> tuple[Any, Any] | None:
+    """The one value that differs from the canonical window, or from the previous window
+    with the tail pushed, and the value that belongs there; None if not exactly one does, or
+    if the window is the previous one with one update dropped from the state
+    (``[2, 4, 5, 6]`` after ``[2, 3, 4, 5]``: the gap rule's loss, one fault as well), or a
+    reset ring (``[0, 0, 0, 2]``, ``[0, 5, 6, 7]``: the leading zeros rule's loss)."""
+    wanted = canonical(tail)
+    before = canonical(tail - 1)
+    dropped = [[*before[:p], *before[p + 1 :], tail] for p in (1, 2)]
+    if any(same(window, drop) for drop in dropped if drop != wanted):
+        return None
+    zeros = next((p for p, value in enumerate(window) if not same(value, 0)), WINDOW)
+    if zeros and same(window[zeros:], wanted[zeros:]):  # a reset: the leading zeros rule
+        return None
+    references = [wanted]
+    if ring is not None and len(ring) == WINDOW:
+        references.append([*ring[1:], tail])
+    for reference in references:
+        places = [p for p in range(WINDOW) if not same(window[p], reference[p])]
+        if len(places) == 1:
+            return window[places[0]], reference[places[0]]
+    return None
 
 
 # --- text -----------------------------------------------------------------------------------

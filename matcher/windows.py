@@ -1,5 +1,5 @@
 """The sequence-window validator: did a stateful job lose, duplicate, reorder or corrupt its
-state across crashes? Decided from its output alone.
+state across crashes? Decided from its output alone, and told with the fewest faults.
 
 Wallaroo's error detector (Nisan Haramati, "Measuring Correctness of State in a Distributed
 System", Wallaroo Labs blog, 2017-10-05, section "Sequence Window"): a job reads, per key,
@@ -16,14 +16,45 @@ restarted many times; the output is read as ``(key, window)`` records in reading
     report = check_windows([("k1", [0, 0, 0, 1]), ("k1", [0, 0, 1, 2])], expected=2)
     report.verdict                                  # 'pass'
 
-Rules, per key. A record whose key is missing, null or not a string is a corruption that
-belongs to no key.
+**The fewest faults.** A report says what a person would say looking at the windows: the
+smallest set of faults that turns each key's records into its canonical sequence. One
+window whose tail is corrupted (``[47, 48, 49, 5000]`` where ``[47, 48, 49, 50]`` belongs,
+the key going on with ``[48, 49, 50, 51]``) is one corruption, not a loss of 4,950 updates
+and 50 late arrivals. A record that breaks the sequence is therefore decided only once the
+records of its key after it are read (up to ``HORIZON``, 6, or the end of the output): it
+is read as its tail says, as a record that stands for no update of its own, or as the
+key's next update with a corrupted tail, whichever leaves the fewest faults; on a tie, as
+its tail says (``matcher.window_explain`` has the method). Weighing costs time, so it is
+rationed per key: a key whose records are mostly out of line (a garbled output) is
+weighed less, then read as its tails say, and costs at most a few times a clean one.
+What one fault counts:
+
+* a **loss**: one violation for each run of updates that never show, counting the updates,
+  at the first record after them (or the key's last record, when the key stops short);
+* a **duplication**: one violation per repeated record, or per rewind and the records that
+  replay after it, counting the records, at the first repeated record;
+* a **reordering**: one violation per record out of its place, counting 1, at that record:
+  a record that arrives after later ones (two neighbours swapped: the later-read one), or
+  one that arrives before earlier ones;
+* a **corruption**: one violation per record, counting 1, at that record: a record whose
+  values are not what belongs there, whose key is not a key, or a state fault first shown.
+
+Rules, per key.
 
 Tails (continuity: the tail after ``t`` is ``t + 1``; ``high`` is the highest tail seen):
 
 * ``t == high + 1``: progress (also right after a late record, below).
-* ``t > high + 1``: **loss** of updates ``high+1 .. t-1``, one violation counting each
-  update that never shows; one that shows later is a reordering instead, not also a loss.
+* ``t > high + 1`` and the records after it go on from ``t``: **loss** of updates
+  ``high+1 .. t-1``, one violation counting each update that never shows; one that shows
+  later is a reordering instead, not also a loss.
+* ``t > high + 1`` and the records after it go on from ``high + 1``: the record came
+  early, a **reordering** (its update is not lost when the key skips it later; if it shows
+  again in its place, the early record was a **duplication**); if its window is not the
+  canonical one for ``t``, a **corruption** inserted into the output.
+* any tail out of line, and the records after it go on from ``high + 2``: the record stands
+  for update ``high + 1``, its tail corrupted: one **corruption**. Not when the window is
+  the canonical one for its tail: a whole window is a record of that update, not a
+  corrupted tail.
 * ``t <= high`` and ``t`` never shown: **reordering**, a later update came before it.
 * ``t <= high`` and ``t`` shown before: a *rewind*. It and the records that follow it by
   +1 up to ``high`` form a replay: one **duplication** counting each repeated record.
@@ -38,61 +69,66 @@ Tails (continuity: the tail after ``t`` is ``t + 1``; ``high`` is the highest ta
 * With ``expected``: a key whose highest tail is below it is a **loss** of the updates
   it never reached (a key that never shows cannot be told); a tail above it is a
   corruption; an output with no records at all is a loss.
+* A tie in faults goes to the fewest updates counted, unless the window is the canonical
+  one for its tail: nothing follows a key's last record ``[997, 998, 999, 487228]``, and a
+  loss of 486,228 updates and a corrupted tail are one fault each; it is the corrupted
+  tail. A last record ``[487225, 487226, 487227, 487228]`` is a loss.
 
 Windows (a window equal to the canonical one for its tail passes):
 
 * not a list, not ``WINDOW`` values long, or a tail that is not a positive integer (a
   bool, float, string, zero, negative, or above ``expected``, else above ``LARGEST_UPDATE``,
   2**32: a value that size is garbage, not billions of lost updates): **corruption**; such a
-  record stands for the key's next update, ``last + 1``.
+  record stands for the key's next update, ``last + 1`` (or for no update, when the key
+  goes on from ``last + 1`` after it).
 * A window equal to the previous window of the key with this tail pushed on (or with
   ``last+1 .. t`` pushed, for a jump) adds no fault of its own: the fault is its
   predecessor's, already reported, or the tail's, judged above. So a fault in the state
   counts once, where it appears, not in every window that carries it.
-* Otherwise the window shows a new fault; its facts, each ignored when the previous
-  window showed the same one a place to the right, are, in this order of precedence:
-  a value that is not in the sequence, or a zero after a nonzero: **corruption**; a
-  value twice (``[2, 3, 3, 4]``): **duplication**; values out of order
-  (``[1, 3, 2, 4]``): **reordering**; a gap between values (``[1, 2, 4, 5]``), or more
-  leading zeros than the tail has (a reset, ``[0, 0, 0, 10]`` after ``[6, 7, 8, 9]``):
-  **loss**; none of these, yet not what was expected: **corruption**.
+* Otherwise the window shows a new fault, the first of, in this order of precedence:
+  a value that is not in the sequence, or a zero after a nonzero: **corruption**; a window
+  the key's next one does not carry, the next going on from the window before it (the
+  record alone is out of line, the state was right): **corruption**; one value changed
+  (``[47, 12, 49, 50]``, ``[47, 49, 49, 50]``): **corruption**; and, each ignored when the
+  previous window showed it a place to the right: a value twice (``[2, 3, 3, 4]``):
+  **duplication**; values out of order (``[1, 3, 2, 4]``): **reordering**; a gap between
+  values (``[1, 2, 4, 5]``, and ``[2, 4, 5, 6]`` where ``[3, 4, 5, 6]`` belongs: the state
+  dropped 3), or more leading zeros than the tail has (a reset, ``[0, 0, 0, 10]`` after
+  ``[6, 7, 8, 9]``, and ``[0, 0, 0, 2]`` where ``[0, 0, 1, 2]`` belongs): **loss**; none of
+  these, yet not what was expected: **corruption**. (A dropped update or a reset that
+  changes one value only is one fault either way: it is read as the loss.)
 
-Every key reads the same sequence, so a value routed to another key's ring (partition
-interference) is told by what it does to that ring: a repeat, a jump or a late tail.
+Keys. A record whose key is missing, null or not a string is a corruption that belongs to
+no key. A key with one record only is that record with its key corrupted when its window
+is the canonical one for an update that another key skips right there (between that key's
+records around it): one corruption, not counted among the keys. Either way the key that
+skips the update shows no loss for it. (A key corrupted into another key's name reads as a
+fault in each: every key reads the same sequence.) A value routed to another key's ring
+(partition interference) is told by what it does to that ring: a repeat, a jump or a late
+tail.
 
 ``counts`` counts updates (records) per kind: a jump over three updates is one violation
 that counts 3. ``position`` is the 0-based index of the record in the whole output. Per-key
-state is a few integers, the last window, and the jumps and replays still open.
+state is a few integers, the last window, the jumps and replays still open, and at most
+``HORIZON + 1`` records held back after a record out of line.
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from matcher.verdict import KINDS, Kind
-from matcher.window_checks import (
-    LARGEST_UPDATE,
-    MISSING,
-    WINDOW,
-    canonical,
-    continues,
-    in_sequence,
-    is_canonical,
-    json_value,
-    listed,
-    shown,
-    updates,
-    verb,
-    window_fault,
-)
+from matcher.verdict import KINDS
+from matcher.window_checks import LARGEST_UPDATE, MISSING, WINDOW, canonical, is_canonical, shown
+from matcher.window_explain import HORIZON, KeyExplainer
+from matcher.window_records import Record, Rules, Violation, tail_of
 
 __all__ = [
     "DEFAULT_LIMIT",
+    "HORIZON",
     "LARGEST_UPDATE",
     "MISSING",
     "WINDOW",
@@ -103,31 +139,6 @@ __all__ = [
 ]
 
 DEFAULT_LIMIT: Final = 20
-
-
-@dataclass(frozen=True, slots=True)
-class Violation:
-    """One fault, with its witness: the record where it shows, as read.
-
-    ``count`` is the number of updates it stands for (a jump over two updates: 2; a
-    replay of four records: 4); most violations count 1."""
-
-    kind: Kind
-    key: Any
-    position: int
-    window: Any
-    detail: str
-    count: int = 1
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "key": json_value(self.key),
-            "position": self.position,
-            "window": json_value(self.window),
-            "detail": self.detail,
-            "count": self.count,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,78 +196,24 @@ def check_windows(
         )
     if limit < 0:
         raise ValueError(f"limit must be >= 0, got {limit!r}")
-    checker = _Checker(expected, at_least_once, limit)
+    checker = _Checker(Rules(expected, at_least_once), limit)
     for position, (key, window) in enumerate(records):
         checker.feed(position, key, window)
     return checker.finish()
 
 
-# --- per-key state --------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Jump:
-    """A tail jump, ``lo..hi`` missing: a loss once the output ends, minus late arrivals."""
-
-    position: int
-    window: Any
-    start: int
-    end: int
-    lo: int
-    hi: int
-    late: set[int] = field(default_factory=set)
-
-
-@dataclass(slots=True)
-class _Replay:
-    """A rewind and the records that follow it by +1, up to ``target``."""
-
-    position: int
-    window: Any
-    start: int  # the tail it rewound to
-    before: int  # the tail before the rewind
-    target: int  # the highest tail when it began
-    last: int
-    restored: bool
-    repeats: int = 1
-    others: set[int] = field(default_factory=set)  # late or unreadable: not repeats
-
-
-@dataclass(slots=True)
-class _Key:
-    last: int = 0
-    high: int = 0
-    ring: tuple[Any, ...] | None = (0,) * WINDOW  # the previous window; None: unreadable
-    position: int = 0
-    window: Any = None
-    jumps: list[_Jump] = field(default_factory=list)
-    starts: list[int] = field(default_factory=list)  # each jump's lo, for bisect
-    replay: _Replay | None = None
-
-    def missing(self, tail: int) -> _Jump | None:
-        """The jump that skipped ``tail``, while it has not shown since."""
-        index = bisect.bisect_right(self.starts, tail) - 1
-        if index < 0:
-            return None
-        jump = self.jumps[index]
-        return jump if tail <= jump.hi and tail not in jump.late else None
-
-
-# --- the checker ----------------------------------------------------------------------------
-
-
 class _Checker:
-    def __init__(self, expected: int | None, at_least_once: bool, limit: int) -> None:
-        self.expected = expected
-        self.at_least_once = at_least_once
+    def __init__(self, rules: Rules, limit: int) -> None:
+        self.rules = rules
         self.limit = limit
-        self.keys: dict[str, _Key] = {}
+        self.keys: dict[str, KeyExplainer] = {}
         self.records = 0
-        self.replayed = 0
         self.counts: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.total = 0
         self._kept: list[tuple[int, int, int, Violation]] = []  # a max-heap, by negation
         self._made = 0
+        #: records without a string key whose window is canonical: perhaps a corrupted key
+        self._keyless: list[tuple[Any, Record]] = []
 
     def add(self, violation: Violation, rule: int) -> None:
         """Count it; keep it while among the first ``limit`` by (position, rule, order)."""
@@ -271,194 +228,139 @@ class _Checker:
 
     def feed(self, position: int, key: Any, window: Any) -> None:
         self.records += 1
+        record = Record(position, window, tail_of(window, self.rules.expected))
         if not isinstance(key, str):
-            detail = (
-                'the record has no "key" field'
-                if key is MISSING
-                else f"the key {shown(key)} is not a string"
-            )
-            self.add(Violation("corruption", key, position, window, detail), 1)
+            if _whole(record):
+                self._keyless.append((key, record))
+            else:
+                self._no_key(key, record, None)
             return
-        state = self.keys.setdefault(key, _Key())
-        tail = self._tail_of(window)
-        exact = tail is not None and is_canonical(window, tail)
-        carried = tail is not None and not exact and continues(state.ring, state.last, window, tail)
-        if not (exact or carried):
-            kind, detail = self._window_fault(state, window, tail)
-            self.add(Violation(kind, key, position, window, detail), 1)
-        if tail is None:
-            self._unreadable(state, key)
-        else:
-            self._tail(state, key, position, window, tail, restored=not carried)
-        fits = isinstance(window, list) and len(window) == WINDOW
-        state.ring = tuple(window) if fits else None
-        state.position, state.window = position, window
+        explainer = self.keys.get(key)
+        if explainer is None:
+            explainer = self.keys[key] = KeyExplainer(key, self.rules, self.add)
+        explainer.feed(record)
 
-    def _tail_of(self, window: Any) -> int | None:
-        if not isinstance(window, list) or len(window) != WINDOW:
-            return None
-        tail = window[-1]
-        return tail if in_sequence(tail, self.expected) and tail > 0 else None
-
-    # --- the tail rule ----------------------------------------------------------------------
-
-    def _tail(
-        self, state: _Key, key: str, position: int, window: Any, tail: int, *, restored: bool
-    ) -> None:
-        replay = state.replay
-        if replay is not None:
-            if tail == state.last + 1 and tail <= replay.target:  # the replay goes on
-                if self._arrives_late(state, key, position, window, tail):
-                    replay.others.add(tail)
-                else:
-                    replay.repeats += 1
-                state.last = replay.last = tail
-                if tail == replay.target:
-                    self._end_replay(state, key, cut=False)
-                return
-            if self.at_least_once and self._skips(state, key, position, window, tail):
-                return
-            rewind = tail <= state.high and state.missing(tail) is None  # a crash in recovery
-            self._end_replay(state, key, cut=not rewind)
-        if tail > state.high + 1:
-            jump = _Jump(position, window, state.last, tail, state.high + 1, tail - 1)
-            state.jumps.append(jump)
-            state.starts.append(jump.lo)
-        elif tail <= state.high and not self._arrives_late(state, key, position, window, tail):
-            state.replay = _Replay(
-                position, window, tail, state.last, state.high, tail, restored=restored
-            )
-            if tail == state.high:
-                self._end_replay(state, key, cut=False)
-        state.last = tail
-        state.high = max(state.high, tail)
-
-    def _skips(self, state: _Key, key: str, position: int, window: Any, tail: int) -> bool:
-        """At least once, a replay that jumps forward to a tail it showed before, short of
-        where it was: the updates it skipped are a **loss** (the replay goes on from there).
-
-        Wallaroo's rule is that the next output follows from the last one; at-least-once
-        delivery allows one exception, a rewind to where the state was restored, and
-        nothing else: ``1, 2, 3, 4, 5, 3, 5`` replays 3, then loses 4."""
-        replay = state.replay
-        assert replay is not None
-        if not (state.last + 1 < tail <= replay.target) or state.missing(tail) is not None:
-            return False
-        lost = tail - state.last - 1
+    def _no_key(self, key: Any, record: Record, owner: str | None) -> None:
         detail = (
-            f"tail skips from {state.last} to {tail} inside a replay from {replay.start} "
-            f"up to {replay.target}: {updates(state.last + 1, tail - 1)} never {verb(lost)} "
-            f"again (expected {state.last + 1}); a replay goes on by +1"
+            'the record has no "key" field'
+            if key is MISSING
+            else f"the key {shown(key)} is not a string"
         )
-        self.add(Violation("loss", key, position, window, detail, lost), 0)
-        replay.repeats += 1
-        state.last = replay.last = tail
-        if tail == replay.target:
-            self._end_replay(state, key, cut=False)
-        return True
-
-    def _arrives_late(self, state: _Key, key: str, position: int, window: Any, tail: int) -> bool:
-        """A tail that a jump skipped shows: a reordering (False: it was shown before)."""
-        jump = state.missing(tail)
-        if jump is None:
-            return False
-        jump.late.add(tail)
-        detail = (
-            f"tail {tail} comes after {state.high}: update {tail} arrives after a later "
-            f"one (expected {tail} before {state.high})"
-        )
-        self.add(Violation("reordering", key, position, window, detail), 0)
-        return True
-
-    def _end_replay(self, state: _Key, key: str, *, cut: bool) -> None:
-        replay, state.replay = state.replay, None
-        if replay is None or replay.repeats == 0:
-            return
-        if self.at_least_once and replay.restored and not cut:
-            self.replayed += replay.repeats
-            return
-        repeated = updates(replay.start, replay.last, replay.others)
-        if replay.start == replay.before:
-            detail = f"tail {replay.start} repeats: update {replay.start} shows again"
-        elif replay.start < replay.before:
-            detail = f"tail goes back from {replay.before} to {replay.start}: {repeated}"
-            detail += f" {verb(replay.repeats)} again"
-        else:  # after a late tail
-            detail = f"tail {replay.start} follows {replay.before} but was shown before: {repeated}"
-            detail += f" {verb(replay.repeats)} again"
-        detail += f" (expected {replay.target + 1})"
-        if self.at_least_once and not replay.restored:
-            detail += "; not a replay: its window is the latest state with the update pushed again"
-        elif self.at_least_once:
-            detail += f"; not a replay: it stops at {replay.last} before {replay.target}"
-        violation = Violation(
-            "duplication", key, replay.position, replay.window, detail, replay.repeats
-        )
-        self.add(violation, 0)
-
-    def _unreadable(self, state: _Key, key: str) -> None:
-        """A record whose tail cannot be read stands for the key's next update."""
-        state.last += 1
-        state.high = max(state.high, state.last)
-        replay = state.replay
-        if replay is not None:
-            replay.last = state.last
-            replay.others.add(state.last)
-            if state.last >= replay.target:
-                self._end_replay(state, key, cut=False)
-
-    # --- the window rule --------------------------------------------------------------------
-
-    def _window_fault(self, state: _Key, window: Any, tail: int | None) -> tuple[Kind, str]:
-        wanted = f"expected {shown(canonical(state.last + 1 if tail is None else tail))}"
-        if window is MISSING:
-            return "corruption", f'the record has no "window" field ({wanted})'
-        if not isinstance(window, list):
-            return "corruption", f"the window is {shown(window)}, not a list ({wanted})"
-        if len(window) != WINDOW:
-            return "corruption", f"the window has {len(window)} values, not {WINDOW} ({wanted})"
-        if tail is None:
-            end = LARGEST_UPDATE if self.expected is None else self.expected
-            number = isinstance(window[-1], int) and not isinstance(window[-1], bool)
-            beyond = f", which ends at {end}" if number and window[-1] > end else ""
-            text = f"the tail {shown(window[-1])} is not in the sequence{beyond}"
-            return "corruption", f"{text} ({wanted})"
-        return window_fault(window, state.ring, tail, self.expected)
+        if owner is not None:
+            detail += f"; its window is update {record.tail} of key {shown(owner)}, missing there"
+        self.add(Violation("corruption", key, record.position, record.window, detail), 1)
 
     def finish(self) -> WindowsReport:
-        for key, state in self.keys.items():
-            self._end_replay(state, key, cut=True)
-            for jump in state.jumps:
-                self._lost(key, jump)
-            if self.expected is not None and state.high < self.expected:
-                lost = self.expected - state.high
-                detail = (
-                    f"the key stops at {state.high}: {updates(state.high + 1, self.expected)} "
-                    f"never {verb(lost)} (expected {self.expected})"
-                )
-                self.add(Violation("loss", key, state.position, state.window, detail, lost), 2)
-        if self.expected is not None and self.records == 0:
-            detail = f"the output has no records (expected every key to reach {self.expected})"
+        for explainer in self.keys.values():
+            explainer.flush()
+        strays = self._corrupted_keys()
+        for key, explainer in self.keys.items():
+            if key not in strays:
+                explainer.close()
+        expected = self.rules.expected
+        if expected is not None and self.records == 0:
+            detail = f"the output has no records (expected every key to reach {expected})"
             self.add(Violation("loss", None, 0, None, detail), 2)
         kept = sorted(self._kept, reverse=True)
         return WindowsReport(
             records=self.records,
-            keys=len(self.keys),
+            keys=len(self.keys) - len(strays),
             counts=self.counts,
             violations=tuple(entry[3] for entry in kept),
             total_violations=self.total,
-            at_least_once=self.at_least_once,
-            expected=self.expected,
-            replayed=self.replayed,
+            at_least_once=self.rules.at_least_once,
+            expected=expected,
+            replayed=sum(explainer.replayed for explainer in self.keys.values()),
         )
 
-    def _lost(self, key: str, jump: _Jump) -> None:
-        """The jump's loss, once the output has ended: the updates that never showed."""
-        lost = jump.hi - jump.lo + 1 - len(jump.late)
-        if lost == 0:
-            return
-        missing = updates(jump.lo, jump.hi, jump.late)
-        detail = f"tail jumps from {jump.start} to {jump.end}: {missing} never {verb(lost)}"
-        if jump.late:
-            detail += f" ({listed(jump.late)} {verb(len(jump.late))} later)"
-        self.add(Violation("loss", key, jump.position, jump.window, detail, lost), 0)
+    # --- corrupted keys ---------------------------------------------------------------------
+
+    def _corrupted_keys(self) -> set[str]:
+        """Records with a corrupted key, found where another key misses their update: report
+        them, and return the keys that are only such a record."""
+        suspects: list[tuple[Any, Record, str | None]] = [
+            (key, record, None) for key, record in self._keyless
+        ]
+        for key, explainer in self.keys.items():
+            first = explainer.first
+            if explainer.records == 1 and first is not None and _whole(first):
+                suspects.append((key, first, key))
+        suspects.sort(key=lambda suspect: suspect[1].position)
+        looked = suspects[:SUSPECTS]  # more is a garbled output, not a few corrupted keys
+        ones = {stray for _, _, stray in suspects if stray is not None}  # they own nothing
+        owners = _assign([self._places(record, ones) for _, record, _ in looked])
+        owners += [None] * (len(suspects) - len(looked))
+        strays: set[str] = set()
+        for (key, record, stray), owner in zip(suspects, owners, strict=True):
+            if owner is not None:
+                self._give(owner, record, stray)
+            if stray is None:
+                self._no_key(key, record, owner)
+            elif owner is not None:
+                strays.add(stray)
+                detail = (
+                    f"the key {shown(stray)} has only this record, update {record.tail} of key "
+                    f"{shown(owner)}, which that key misses here: the key is corrupted "
+                    f"(expected key {shown(owner)})"
+                )
+                self.add(Violation("corruption", stray, record.position, record.window, detail), 1)
+        return strays
+
+    def _places(self, record: Record, single: set[str]) -> list[tuple[str, int]]:
+        """The keys that miss ``record``'s update where it stands: skipped by a jump around
+        it, or the key's next update after its last record, read before it. A key of one
+        record only (``single``) owns nothing: it is a suspect itself."""
+        update, position = record.tail, record.position
+        assert update is not None
+        places = []
+        for key, explainer in self.keys.items():
+            if key in single:
+                continue
+            jump = explainer.missing(update)
+            skipped = jump is not None and jump.after < position < jump.position
+            if skipped or (explainer.high == update - 1 and explainer.position < position):
+                places.append((key, update))
+        return places
+
+    def _give(self, owner: str, record: Record, stray: str | None) -> None:
+        """``owner``'s update, found in ``record``: not a loss of ``owner``."""
+        explainer, update = self.keys[owner], record.tail
+        assert update is not None
+        jump = explainer.missing(update)
+        if jump is not None:
+            where = "under another key" if stray else "in a record without a key"
+            explainer.cover(jump, update, where)
+        else:
+            explainer.high = explainer.last = update
+
+
+def _whole(record: Record) -> bool:
+    """The record's window is the canonical one for its tail."""
+    return record.tail is not None and is_canonical(record.window, record.tail)
+
+
+#: the records with a corrupted key looked for, at most
+SUSPECTS: Final = 256
+
+
+def _assign(places: list[list[tuple[str, int]]]) -> list[str | None]:
+    """Each suspect's owner, one suspect per (key, update): a maximum bipartite matching
+    (augmenting paths), so two corrupted keys of one update each find their own key."""
+    taken: dict[tuple[str, int], int] = {}
+
+    def place(suspect: int, seen: set[tuple[str, int]]) -> bool:
+        for slot in places[suspect]:
+            if slot in seen:
+                continue
+            seen.add(slot)
+            if slot not in taken or place(taken[slot], seen):
+                taken[slot] = suspect
+                return True
+        return False
+
+    for suspect in range(len(places)):
+        place(suspect, set())
+    owners: list[str | None] = [None] * len(places)
+    for (owner, _), suspect in taken.items():
+        owners[suspect] = owner
+    return owners
