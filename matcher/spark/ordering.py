@@ -67,26 +67,27 @@ MAX_BUCKETS = 512
 _EXACT = (IntegralType, FloatType, DoubleType, DecimalType, StringType)
 
 
-def lazy_order_applies(natural: DataFrame, order_by: Sequence[str]) -> bool:
-    """Whether every ``order_by`` column has a key whose values survive the driver exactly."""
+def order_keys(natural: DataFrame, order_by: Sequence[str]) -> list[Column] | None:
+    """Each ``order_by`` column's key for the bounds, or ``None`` when one has no key whose
+    values survive the driver exactly (the caller sorts eagerly instead)."""
     types = {f.name: f.dataType for f in natural.schema.fields}
-    return all(_key_of(column(c), types[c]) is not None for c in order_by)
+    keys = [_key_of(column(c), types[c]) for c in order_by]
+    return None if any(k is None for k in keys) else [k for k in keys if k is not None]
 
 
-def number_by_order(natural: DataFrame, order_by: Sequence[str]) -> DataFrame:
+def number_by_order(
+    natural: DataFrame, order_by: Sequence[str], keys: Sequence[Column]
+) -> DataFrame:
     """``natural`` (with ``__pos``, and maybe ``__p_ord``, in its natural order) with
     ``__p_ord`` the struct of ``order_by`` and the natural order, and ``__pos`` the dense
-    position in that order, computed only where read (see the module docstring)."""
+    position in that order, computed only where read (see the module docstring).
+    ``keys``: ``order_keys(natural, order_by)``."""
     tie = ORD if ORD in natural.columns else POS
     data = [c for c in natural.columns if c not in (POS, ORD)]
-    types = {f.name: f.dataType for f in natural.schema.fields}
     order = F.struct(
         *[column(c).alias(f"o{i}") for i, c in enumerate(order_by)], F.col(tie).alias("tie")
     )
-    keys = [_key_of(column(c), types[c]) for c in order_by]
-    key = F.struct(
-        *[k.alias(f"o{i}") for i, k in enumerate(keys) if k is not None], F.col(tie).alias("tie")
-    )
+    key = F.struct(*[k.alias(f"o{i}") for i, k in enumerate(keys)], F.col(tie).alias("tie"))
     keyed = natural.select(*[column(c) for c in data], order.alias(ORD), key.alias(_KEY))
     rows = natural.count()
     buckets = max(1, min(MAX_BUCKETS, -(-rows // ROWS_PER_BUCKET)))

@@ -37,7 +37,7 @@ from matcher.formats import check_format, format_of_path, spark_format
 from matcher.spark.columns import check_column_names
 from matcher.spark.equality_sql import literal
 from matcher.spark.kinds import keep_json_kinds
-from matcher.spark.ordering import lazy_order_applies, number_by_order
+from matcher.spark.ordering import number_by_order, order_keys
 from matcher.spark.schema import ORD, POS, column
 
 _ID = "__p_id"
@@ -92,8 +92,9 @@ def read_stream(
             natural = _number_by_partitions(df)
     if not order_by:
         return natural
-    if lazy_order_applies(natural, order_by):
-        return number_by_order(natural, order_by)
+    keys = order_keys(natural, order_by)
+    if keys is not None:
+        return number_by_order(natural, order_by, keys)
     # ties keep the natural order; __p_ord, where there is one, needs no counting job
     tie = ORD if ORD in natural.columns else POS
     ordered = natural.orderBy(*[column(c) for c in order_by], tie).drop(POS, ORD)
