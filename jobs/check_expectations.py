@@ -144,9 +144,10 @@ def _run(
     gx = import_in_background("great_expectations")
     spark = session("expectations")
     fit_shuffle_partitions(spark, [candidate] + ([reference] if reference is not None else []))
-    outputs = {"candidate": load_output(spark, candidate, spec.output.format)}
+    declared = spec.output.declared_columns()
+    outputs = {"candidate": load_output(spark, candidate, spec.output.format, declared)}
     if reference is not None:
-        outputs["reference"] = load_output(spark, reference, spec.output.format)
+        outputs["reference"] = load_output(spark, reference, spec.output.format, declared)
     for suite, side in plan.suites:
         check_columns(suite, outputs[side].columns, suite.source, side)
     work = list(plan.suites)

@@ -91,7 +91,9 @@ def write_slice(args: argparse.Namespace) -> int:
         spark = session("slice", conf={"spark.sql.session.timeZone": "UTC"})  # zone-less: UTC
         fit_shuffle_partitions(spark, [args.capture])  # a small capture: few shuffle tasks
         # the capture's values as Spark infers them: they are written back, not compared
-        capture = read_stream(spark, args.capture, format=args.format, keep_kinds=False)
+        capture = read_stream(
+            spark, args.capture, format=args.format, keep_kinds=False, typed=False
+        )
         key = [k for k in (args.key or "").split(",") if k]
         chosen = select_slice(capture, args.column, args.start, args.end, args.sample, key)
         kind = args.format or format_of_path(args.capture)

@@ -10,13 +10,16 @@ Findings, for every column not in ``equality.ignore`` (those are exempt):
 
 * ``added`` / ``removed``: the column is only in the candidate / only in the reference;
 * ``retyped``: the type changed; ``widening`` when every value of the reference's type is
-  exactly a value of the candidate's (``widens``);
+  exactly a value of the candidate's (``widens``); ``inferred`` when both types are number
+  types inferred from text (JSON lines; CSV without ``output.schema``), which follow the
+  values an output happened to hold (JSON has one number type: ``85`` is ``bigint``,
+  ``85.1`` ``double``), at the top level or as the elements of arrays;
 * ``nullability``: the column may hold nulls on one side only;
 * ``order``: the columns both outputs have stand in another order (one finding).
 
 ``schema.mode`` says which findings make the verdict divergent: ``strict`` all of them;
-``compatible`` (the default) added, removed and retyped-but-not-widening ones, the others
-are listed; ``ignore`` none, and nothing is listed.
+``compatible`` (the default) added, removed and retyped ones that neither widen nor are
+inferred, the others are listed; ``ignore`` none, and nothing is listed.
 
 Widening (reference type -> candidate type) is lossless only, Spark's ``Cast.canUpCast``
 less the casts it allows that round (int -> float, bigint -> float, bigint -> double,
@@ -56,7 +59,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -79,11 +82,14 @@ _MAX_PRECISION = 38
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One column of an output: its name, type (Spark's spelling) and nullability."""
+    """One column of an output: its name, type (Spark's spelling) and nullability;
+    ``inferred``: the type was inferred from text (JSON lines, CSV without declared types),
+    so a number type follows the values (not compared: a detail of how it was read)."""
 
     name: str
     type: str
     nullable: bool = True
+    inferred: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +112,8 @@ class SchemaFinding:
     (``retyped``, and the one side of ``added``/``removed``), ``nullable``/``not null``
     (``nullability``) or the shared columns in each side's order (``order``).
     ``compared_as`` is the type a retyped column's values were compared at (``None``: no
-    common type, compared as read)."""
+    common type, compared as read); ``inferred``: both types are numbers inferred from text
+    (listed under ``compatible``)."""
 
     kind: FindingKind
     column: str | None
@@ -115,6 +122,7 @@ class SchemaFinding:
     divergent: bool
     widening: bool = False
     compared_as: str | None = None
+    inferred: bool = False
 
     def explain(self) -> str:
         """One line for a human; column names are ``repr``'d and control characters in
@@ -138,7 +146,13 @@ class SchemaFinding:
                 f"columns stand in another order: reference {list(self.reference or ())}, "
                 f"candidate {list(self.candidate or ())}"
             )
-        how = "widening" if self.widening else "not widening"
+        how = (
+            "widening"
+            if self.widening
+            else "numbers inferred from text"
+            if self.inferred
+            else "not widening"
+        )
         compared = (
             f"values compared as {self.compared_as}"
             if self.compared_as
@@ -160,6 +174,7 @@ class SchemaFinding:
             "divergent": self.divergent,
             "widening": self.widening,
             "compared_as": self.compared_as,
+            "inferred": self.inferred,
             "explanation": self.explain(),
         }
 
@@ -176,6 +191,7 @@ class SchemaFinding:
             divergent=bool(data.get("divergent")),
             widening=bool(data.get("widening")),
             compared_as=data.get("compared_as"),
+            inferred=bool(data.get("inferred")),
         )
 
 
@@ -330,15 +346,17 @@ def diff_schemas(
             continue
         if f.type != g.type:
             wide = widens(f.type, g.type)
+            inferred = f.inferred and g.inferred and _text_numbers(f.type, g.type)
             findings.append(
                 SchemaFinding(
                     "retyped",
                     f.name,
                     f.type,
                     g.type,
-                    strict or not wide,
+                    strict or not (wide or inferred),
                     wide,
                     common_type(f.type, g.type),
+                    inferred and not wide,
                 )
             )
         if f.nullable != g.nullable:
@@ -355,6 +373,56 @@ def diff_schemas(
     if tuple(shared) != shared_in_candidate:
         findings.append(SchemaFinding("order", None, tuple(shared), shared_in_candidate, strict))
     return SchemaDiff(mode, tuple(findings))
+
+
+#: the number types inferred from text: JSON's (``bigint``, ``decimal(p,0)``, ``double``)
+#: and CSV's (``int`` too)
+_TEXT_NUMBER = re.compile(r"int|bigint|double|decimal\(\d+,0\)")
+#: a number type where a type stands in a type's spelling (not a struct's field name)
+_NUMBER_TYPE = re.compile(
+    r"(?:^|(?<=[<,:]))(?:tinyint|smallint|int|bigint|float|double|decimal\(\d+,\d+\))(?=$|[>,])"
+)
+
+
+def _text_numbers(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are number types a text format infers, or arrays of them to
+    the same depth."""
+    while a.startswith("array<") and b.startswith("array<"):
+        a, b = a[6:-1], b[6:-1]
+    return _TEXT_NUMBER.fullmatch(a) is not None and _TEXT_NUMBER.fullmatch(b) is not None
+
+
+def holds_number(type_: str) -> bool:
+    """Whether values of ``type_`` hold a number anywhere: a number type, or an array, map
+    or struct with one inside (where a tolerance applies)."""
+    return _NUMBER_TYPE.search(type_) is not None
+
+
+def tolerance_problem(columns: Iterable[str], reference: Schema, candidate: Schema) -> str | None:
+    """The problem with a tolerance on a column that holds no number in either output
+    (``string`` on both sides, say: CSV read as text), where it could never apply; ``None``
+    when every tolerance has numbers to apply to (or a column is in one output only, which
+    the spec's column check reports)."""
+    for name in columns:
+        a, b = reference.field(name), candidate.field(name)
+        if a is None or b is None or holds_number(a.type) or holds_number(b.type):
+            continue
+        types = (
+            f"{a.type} in both outputs"
+            if a.type == b.type
+            else (f"{a.type} in the reference, {b.type} in the candidate")
+        )
+        hint = (
+            " (in CSV, one value that is not a number makes a column text: declare its "
+            "type in output.schema)"
+            if "string" in (a.type, b.type)
+            else ""
+        )
+        return (
+            f"equality.tolerance: column {name!r} is {types}, not a number: a tolerance "
+            f"applies to numbers only{hint}"
+        )
+    return None
 
 
 def _nulls(nullable: bool) -> str:

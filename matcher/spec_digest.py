@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matcher.spec import Spec
 
-#: bumped whenever the hashed document changes shape
-DIGEST_VERSION = 1
+#: bumped whenever the hashed document changes shape or what a spec's verdict means
+#: (2: ``output.schema``, and CSV/JSON values read typed, issue 31)
+DIGEST_VERSION = 2
 #: the recovery settings that decide its verdict (not its timeout or its Spark master)
 _RECOVERY_KEYS = ("crashes", "kill", "seed", "check", "expected", "at_least_once")
 

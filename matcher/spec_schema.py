@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from matcher.ddl import parse_ddl
 from matcher.errors import SpecError
 from matcher.formats import Format
 from matcher.gate import GateSpec
@@ -241,11 +242,35 @@ class InputSpec(_Section):
 
 
 class OutputSpec(_Section):
-    """How to read both outputs: their format, and the columns that give their order when
-    file and row order do not (an output written by many tasks)."""
+    """How to read both outputs: their format, the columns that give their order when
+    file and row order do not (an output written by many tasks), and, for CSV, the
+    columns' types (``schema``: a Spark DDL column list, ``day DATE, total DOUBLE``,
+    ``matcher.ddl``; without it they are inferred as Spark infers them)."""
 
     format: Format | None = None
     order_by: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
+    # "schema" would shadow pydantic's BaseModel.schema(): the YAML key is the alias.
+    schema_: str | None = Field(default=None, alias="schema")
+
+    @field_validator("schema_")
+    @classmethod
+    def _ddl(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_ddl(value)  # its ValueError names the column
+        return value
+
+    @model_validator(mode="after")
+    def _csv_only(self) -> OutputSpec:
+        if self.schema_ is not None and self.format not in (None, "csv"):
+            raise ValueError(
+                f"schema declares a CSV output's column types; format is {self.format} "
+                "(JSON and Parquet outputs carry their own)"
+            )
+        return self
+
+    def declared_columns(self) -> tuple[tuple[str, str], ...] | None:
+        """The columns ``schema`` declares, as ``(name, type)``; ``None``: not declared."""
+        return None if self.schema_ is None else parse_ddl(self.schema_)
 
 
 class NoiseSpec(_Section):

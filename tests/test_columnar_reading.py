@@ -298,7 +298,7 @@ def test_an_unexpected_error_in_the_one_pass_propagates(
         base_dir=tmp_path,
     )
     path = write(tmp_path / "out.jsonl", '{"k": 1, "seq": 0}\n')
-    monkeypatch.setattr(compare, "schema_plan", _not_called)
+    monkeypatch.setattr(compare, "output_types", _not_called)
     with pytest.raises(ZeroDivisionError):
         compare_files(spec, str(path), str(path), 10)
 

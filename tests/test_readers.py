@@ -86,17 +86,22 @@ def test_corrupt_gzip(tmp_path: Path) -> None:
 # --- CSV ----------------------------------------------------------------------------------
 
 
-def test_csv_values_stay_strings_and_empty_stays_empty(tmp_path: Path) -> None:
-    path = write(tmp_path / "out.csv", 'id,n,note\n1,2.5,\n2,,"a, ""quoted""\nnewline"\n')
+def test_csv_values_are_typed_and_empty_fields_follow_their_quotes(tmp_path: Path) -> None:
+    # an unquoted empty field is null, a quoted one "" (in a string column; null elsewhere)
+    path = write(
+        tmp_path / "out.csv",
+        'id,n,note\n1,2.5,\n2,,"a, ""quoted""\nnewline"\n3,"",""\n',
+    )
     assert list(read_events(path)) == [
-        {"id": "1", "n": "2.5", "note": ""},
-        {"id": "2", "n": "", "note": 'a, "quoted"\nnewline'},
+        {"id": 1, "n": 2.5, "note": None},
+        {"id": 2, "n": None, "note": 'a, "quoted"\nnewline'},
+        {"id": 3, "n": None, "note": ""},
     ]
 
 
 def test_csv_crlf_line_endings(tmp_path: Path) -> None:
-    path = write(tmp_path / "out.csv", "a,b\r\n1,2\r\n")
-    assert list(read_events(path)) == [{"a": "1", "b": "2"}]
+    path = write(tmp_path / "out.csv", "a,b\r\n1,x\r\n,\r\n")
+    assert list(read_events(path)) == [{"a": 1, "b": "x"}, {"a": None, "b": None}]
 
 
 def test_zero_byte_and_header_only_csv_are_empty_streams(tmp_path: Path) -> None:
@@ -194,7 +199,7 @@ def test_directory_of_csv_parts_each_with_its_header(tmp_path: Path) -> None:
     write(out / "part-00000.csv", "a,b\n1,2\n")
     write(out / "part-00001.csv", "")
     write(out / "part-00002.csv", "a,b\n3,4\n")
-    assert list(read_events(out)) == [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}]
+    assert list(read_events(out)) == [{"a": 1, "b": 2}, {"a": 3, "b": 4}]
 
 
 def test_directory_of_parquet_parts(tmp_path: Path) -> None:
@@ -234,7 +239,7 @@ def test_partitioned_directory_is_refused(tmp_path: Path) -> None:
 
 def test_explicit_format_overrides_the_extension(tmp_path: Path) -> None:
     path = write(tmp_path / "out.txt", "a\n1\n")
-    assert list(read_events(path, "csv")) == [{"a": "1"}]
+    assert list(read_events(path, "csv")) == [{"a": 1}]
 
 
 def test_unknown_extension_asks_for_a_format(tmp_path: Path) -> None:

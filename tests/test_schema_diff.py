@@ -333,9 +333,19 @@ def test_json_schema_is_inferred_as_spark_infers_it(tmp_path: Path) -> None:
     )
 
 
-def test_csv_schema_is_the_header(tmp_path: Path) -> None:
-    (tmp_path / "out.csv").write_text("b,a\n1,2\n")
-    assert read_schema(tmp_path / "out.csv") == schema(("b", "string"), ("a", "string"))
+def test_csv_schema_is_the_header_typed_as_spark_infers_or_as_declared(tmp_path: Path) -> None:
+    (tmp_path / "out.csv").write_text("b,a,c,d\n1,2.5,x,\n2147483648,3,2020-01-01T10:00:00,\n")
+    inferred = read_schema(tmp_path / "out.csv")
+    assert inferred == schema(("b", "bigint"), ("a", "double"), ("c", "string"), ("d", "string"))
+    assert inferred is not None and all(f.inferred for f in inferred.fields)
+    declared = read_schema(
+        tmp_path / "out.csv",
+        declared=(("b", "decimal(20,0)"), ("a", "double"), ("c", "string"), ("d", "date")),
+    )
+    assert declared == schema(
+        ("b", "decimal(20,0)"), ("a", "double"), ("c", "string"), ("d", "date")
+    )
+    assert declared is not None and not any(f.inferred for f in declared.fields)
     (tmp_path / "empty.csv").write_text("")
     assert read_schema(tmp_path / "empty.csv") is None
     (tmp_path / "empty.json").write_text("\n")

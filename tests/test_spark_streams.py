@@ -8,6 +8,7 @@ file read by several tasks). Then: ``order_by``, tables, schema differences,
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 from collections.abc import Iterator
@@ -209,10 +210,38 @@ def test_order_by_positions_do_not_depend_on_how_a_sort_partitions(
     )
 
 
-def test_csv_values_stay_strings(spark: SparkSession, tmp_path: Path) -> None:
-    (tmp_path / "out.csv").write_text('a,b\n1,x\n"",y\n', encoding="utf-8")
+def test_csv_values_are_typed_as_the_core_types_them(spark: SparkSession, tmp_path: Path) -> None:
+    # inferred: a timestamp stays text; an unquoted empty field is null, a quoted one ""
+    (tmp_path / "out.csv").write_text(
+        'a,b,t\n1,x,2020-01-01T10:00:00\n"","",12:00\n,,\n', encoding="utf-8"
+    )
     stream = read_stream(spark, str(tmp_path / "out.csv"))
-    assert positions(stream, "a", "b") == [("1", "x"), ("", "y")]
+    types = [f.dataType.simpleString() for f in stream.schema.fields[:3]]
+    assert types == ["int", "string", "string"]  # a bare time would be today's: text
+    assert positions(stream, "a", "b", "t") == [
+        (1, "x", "2020-01-01T10:00:00"),
+        (None, "", "12:00"),
+        (None, None, None),
+    ]
+    # text for a job that writes values back (the slice); declared: read with its types
+    text = read_stream(spark, str(tmp_path / "out.csv"), typed=False)
+    assert positions(text, "a", "b") == [("1", "x"), ("", ""), (None, None)]
+    (tmp_path / "declared.csv").write_text("a,b\n1,2020-1-2\n,\n", encoding="utf-8")
+    declared = read_stream(
+        spark, str(tmp_path / "declared.csv"), declared=[("a", "double"), ("b", "date")]
+    )
+    assert positions(declared, "a", "b") == [(1.0, dt.date(2020, 1, 2)), (None, None)]
+
+
+def test_a_declared_csv_header_must_name_the_declared_columns(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    (tmp_path / "out.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    with pytest.raises(InputError) as info:
+        read_stream(spark, str(tmp_path / "out.csv"), declared=[("a", "int"), ("c", "int")])
+    assert str(info.value) == (
+        f"{tmp_path / 'out.csv'}: the header names a, b; output.schema declares a, c"
+    )
 
 
 def test_a_table_and_a_dataframe(spark: SparkSession) -> None:

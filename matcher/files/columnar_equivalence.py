@@ -46,7 +46,7 @@ from typing import Any
 
 from matcher.dependence import ByKey, Ordered
 from matcher.files.columnar import JsonBatch, TextBlock, text_blocks, text_scalar
-from matcher.files.output_schema import JsonInference
+from matcher.files.json_schema import JsonInference
 from matcher.online import SIDES
 from matcher.spec import Spec
 from matcher.verdict import Verdict

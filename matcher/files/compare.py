@@ -29,7 +29,14 @@ from typing import Any
 
 from matcher.errors import InputError, ParityError
 from matcher.files.columnar_equivalence import prove_equivalent
-from matcher.files.output_schema import JsonInference, SchemaPlan, plan_schemas, schema_plan
+from matcher.files.csv_files import CsvTypes
+from matcher.files.json_schema import JsonInference
+from matcher.files.output_schema import (
+    OutputTypes,
+    SchemaPlan,
+    output_types,
+    plan_schemas,
+)
 from matcher.files.readers import (
     READER_VARIABLE,
     data_files,
@@ -40,7 +47,7 @@ from matcher.files.readers import (
 )
 from matcher.noise import NOISE_LIMIT, NoisyComparison, compare_with_noise
 from matcher.online import StreamMatcher
-from matcher.schema import Schema, judge
+from matcher.schema import judge
 from matcher.spec import Spec
 from matcher.verdict import Verdict
 
@@ -55,7 +62,9 @@ def compare_files(spec: Spec, reference: str, candidate: str, limit: int) -> Ver
         if columns:
             spec.check_columns(columns, where=f"{side} {path}", other=other)
     schemas = None
-    if not spec.output.order_by and _json_lines(reference, fmt) and _json_lines(candidate, fmt):
+    csv: tuple[CsvTypes | None, CsvTypes | None] = (None, None)
+    json_lines = _json_lines(reference, fmt) and _json_lines(candidate, fmt)
+    if json_lines and spec.output.schema_ is None and not spec.output.order_by:
         verdict = _columnar(spec, (reference, candidate), known)
         if verdict is not None:
             return verdict
@@ -63,12 +72,15 @@ def compare_files(spec: Spec, reference: str, candidate: str, limit: int) -> Ver
         if verdict is not None:
             return verdict
     if schemas is None:
-        schemas = schema_plan(spec, reference, candidate)  # findings, the compared columns
+        # findings, the compared columns, a CSV output's types (a pass over it)
+        types = output_types(spec, reference, candidate)
+        schemas = plan_schemas(spec, *types)
+        csv = (types[0].csv, types[1].csv)
     matcher = StreamMatcher(spec.build_dependence(), spec.build_equality(), limit=limit)
     # A JSON object lacking one of its output's columns holds a null there.
     matcher.feed(
-        schemas.events(0, _events(spec, reference, known[0])),
-        schemas.events(1, _events(spec, candidate, known[1])),
+        schemas.events(0, _events(spec, reference, known[0], csv[0])),
+        schemas.events(1, _events(spec, candidate, known[1], csv[1])),
     )
     return judge(matcher.finish(), schemas.diff)
 
@@ -153,8 +165,9 @@ def _one_pass(
     return judge(matcher.finish(), plan.diff), plan
 
 
-def _schema(spec: Spec, path: str, inference: JsonInference) -> Schema | None:
-    return inference.schema(path, [file for file, _ in data_files(path, spec.output.format)])
+def _schema(spec: Spec, path: str, inference: JsonInference) -> OutputTypes:
+    files = [file for file, _ in data_files(path, spec.output.format)]
+    return OutputTypes(inference.schema(path, files), json_numbers=inference.numbers())
 
 
 def _inferring(
@@ -182,13 +195,16 @@ def _inferred_batches(
                 raise batch.error
 
 
-def _events(spec: Spec, path: str, columns: Sequence[str]) -> Iterable[dict[str, Any]]:
-    """The output's events in stream order: as written, or sorted by ``output.order_by``.
+def _events(
+    spec: Spec, path: str, columns: Sequence[str], csv: CsvTypes | None
+) -> Iterable[dict[str, Any]]:
+    """The output's events in stream order: as written, or sorted by ``output.order_by``;
+    a CSV output's values read to ``csv``'s types.
 
     Sorting needs the whole output in memory; without ``order_by`` the stream is read
     lazily and memory follows the unmatched events only.
     """
-    events = read_events(path, spec.output.format, columns)
+    events = read_events(path, spec.output.format, columns, csv)
     if not spec.output.order_by:
         return events
     return _sorted(events, spec.output.order_by, path)

@@ -10,14 +10,18 @@ Spark engine find the same differences in the same outputs:
   file's Arrow schema is translated as Spark reads it (``uint32`` as ``bigint``, a
   timestamp without a time zone as ``timestamp_ntz``). Nullability is the footer's:
   Spark's reader calls every column nullable, so the Spark engine reads footers too.
-* JSON lines: inferred from every object, as Spark's JSON reader infers it: the union of
-  the field names seen, sorted by name, all nullable; an integer is ``bigint`` (beyond 64
-  bits ``decimal(p,0)``, beyond 38 digits ``double``), a fraction ``double``, text
-  ``string``, ``true``/``false`` ``boolean``, a list ``array<...>`` and an object
-  ``struct<...>`` (its fields sorted too). Types seen together merge: null gives way to any
-  type, ``bigint`` and ``double`` make ``double``, structs and arrays merge inside, and
-  anything else makes ``string``; a column that is only ever null is ``string``.
-* CSV: the header's names, every column a nullable ``string`` (CSV carries no types).
+* JSON lines: inferred from every object, as Spark's JSON reader infers it
+  (``matcher.files.json_schema``); where a column's type is ``double`` (``85`` and
+  ``85.1``), its whole numbers are read as the doubles Spark reads (``85.0``:
+  ``OutputTypes.json_numbers``), at every depth.
+* CSV: the header's names, each column's type inferred from every value as Spark's
+  ``inferSchema`` infers it, or declared by the spec's ``output.schema``
+  (``matcher.files.csv_files``), all nullable.
+
+JSON lines' and inferred CSV types are marked ``inferred`` (``matcher.schema.Field``): a
+number column whose type moves between them (``bigint`` here, ``double`` there) is listed,
+not divergent, under ``schema.mode: compatible``. A tolerance on a column that holds no
+number in either output is an error when the schemas are read (``plan_schemas``).
 
 An output with nothing to tell (no file, JSON lines without an object, CSV without a
 header) has no known schema (``None``): its schema is not compared, and its events, if any,
@@ -27,20 +31,18 @@ are compared as read.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from matcher.columns import Group, check_groups, join, name_problem
-from matcher.equality import MAX_NESTING, too_deep
-from matcher.errors import InputError
-from matcher.files.columnar import JsonBatch
+from matcher.errors import InputError, SpecError
+from matcher.files.csv_files import CsvTypes, csv_types
+from matcher.files.json_schema import Inferred, as_inferred, struct_type
+from matcher.files.json_schema import JsonInference as JsonInference  # its old home
 from matcher.files.readers import (
-    csv_records,
     data_files,
     json_event_batches,
-    json_name_error,
     one_line_message,
     parquet_file,
 )
@@ -52,67 +54,71 @@ from matcher.schema import (
     comparison_plan,
     diff_schemas,
     project,
+    tolerance_problem,
 )
 from matcher.spec import Spec
+
+#: a CSV output's declared columns: ``(name, type)`` (``matcher.ddl``)
+Declared = tuple[tuple[str, str], ...]
 
 #: the key-value metadata in which Spark's Parquet writer keeps its own schema
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 _SPARK_ATOMIC = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint",
                  "null": "void"}  # fmt: skip
-_MAX_LONG = 2**63
 
 
-def read_schema(path: str | Path, format: str | None = None) -> Schema | None:
+@dataclass(frozen=True, slots=True)
+class OutputTypes:
+    """An output's schema (``None``: nothing to tell) and how its values are read to it:
+    ``csv``, a CSV output's column types, which the reader gives its texts
+    (``matcher.files.readers.read_events``); ``json_numbers``, the JSON columns whose
+    whole numbers become the doubles their inferred type says, with that type."""
+
+    schema: Schema | None
+    csv: CsvTypes | None = None
+    json_numbers: Mapping[str, Inferred] = field(default_factory=dict)
+
+
+def read_schema(
+    path: str | Path, format: str | None = None, declared: Declared | None = None
+) -> Schema | None:
     """The schema of the output at ``path``, ``None`` when it has nothing to tell (see the
-    module's docstring)."""
+    module's docstring); ``declared``: a CSV output's columns (``output.schema``)."""
+    return read_types(path, format, declared).schema
+
+
+def read_types(
+    path: str | Path, format: str | None = None, declared: Declared | None = None
+) -> OutputTypes:
+    """``read_schema``, with how the output's values are read to it (``OutputTypes``)."""
     files = data_files(path, format)
     if not files:
-        return None
+        return OutputTypes(None)
     first, kind = files[0]
+    if declared is not None and kind != "csv":
+        raise InputError(
+            f"{path}: output.schema declares a CSV output's columns; this output is {kind}"
+        )
     if kind == "parquet":
-        return _parquet_schema(first)
+        return OutputTypes(_parquet_schema(first))
     if kind == "csv":
-        for number, header in csv_records(first):
-            check_groups(f"{first}: line {number}", "header", [("", header)])
-            return Schema(tuple(Field(name, "string") for name in header))
-        return None
+        found = csv_types([file for file, _ in files], declared)
+        if found is None:
+            return OutputTypes(None)
+        inferred = not found.declared
+        fields = tuple(
+            Field(name, type_, True, inferred)
+            for name, type_ in zip(found.names, found.types, strict=True)
+        )
+        return OutputTypes(Schema(fields), csv=found)
     inference = JsonInference()
     for file, _ in files:
         for batch in json_event_batches(file):
             inference.add(batch)
             if batch.error is not None:
                 raise batch.error
-    return inference.schema(path, [file for file, _ in files])
-
-
-class JsonInference:
-    """The schema of JSON lines, inferred batch by batch (``add``) as they are read, so
-    that ``matcher.files.compare`` infers it in the pass that matches the events."""
-
-    def __init__(self) -> None:
-        self._inferred: dict[str, Inferred] = {}
-
-    def add(self, batch: JsonBatch) -> None:
-        """Merge a batch's types in; before its events are changed (nulls added)."""
-        inferred = self._inferred
-        # The columnar rows' types are their columns' (merge is commutative and associative).
-        for name, type_ in batch.column_types:
-            inferred[name] = merge(inferred.get(name, _NULL), type_)
-        events = batch.events
-        for i in batch.decoded:
-            for name, value in events[i].items():
-                inferred[name] = merge(inferred.get(name, _NULL), json_type(value))
-
-    def schema(self, path: str | Path, files: list[Path]) -> Schema | None:
-        """The schema of everything added (``None``: no object), or the error of names
-        that differ only in case, at the first line that has them."""
-        inferred = self._inferred
-        if not inferred:
-            return None
-        problem = name_problem(_inferred_groups("", inferred.items()))
-        if problem is not None:  # names that differ only in case: find the line that says so
-            raise json_name_error(files) or problem.error(str(path), "objects")
-        return Schema(tuple(Field(name, render(inferred[name])) for name in sorted(inferred)))
+    schema = inference.schema(path, [file for file, _ in files])
+    return OutputTypes(schema, json_numbers=inference.numbers())
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,15 +142,28 @@ def schema_plan(spec: Spec, reference: str, candidate: str) -> SchemaPlan:
     """Read both outputs' schemas and diff them under ``spec.schema.mode``; a column the
     spec's dependence reads must have a common type (not ``string`` to ``bigint``): the
     other columns without one are compared as read (``matcher.schema``)."""
-    ref = read_schema(reference, spec.output.format)
-    cand = read_schema(candidate, spec.output.format)
-    return plan_schemas(spec, ref, cand)
+    return plan_schemas(spec, *output_types(spec, reference, candidate))
 
 
-def plan_schemas(spec: Spec, ref: Schema | None, cand: Schema | None) -> SchemaPlan:
-    """``schema_plan`` of two schemas already read."""
+def output_types(spec: Spec, reference: str, candidate: str) -> tuple[OutputTypes, OutputTypes]:
+    """Both outputs' ``OutputTypes``, read as the spec's ``output`` says."""
+    declared = spec.output.declared_columns()
+    return (
+        read_types(reference, spec.output.format, declared),
+        read_types(candidate, spec.output.format, declared),
+    )
+
+
+def plan_schemas(spec: Spec, ref_types: OutputTypes, cand_types: OutputTypes) -> SchemaPlan:
+    """``schema_plan`` of two outputs' types already read. A tolerance on a column that
+    holds no number in either output is a ``SpecError`` (``matcher.schema.tolerance_problem``)."""
+    ref, cand = ref_types.schema, cand_types.schema
     if ref is None or cand is None:  # an empty output: nothing to compare the other with
-        return SchemaPlan(SchemaDiff(spec.schema.mode), (None, None))
+        reads = (_numbers(ref_types, None), _numbers(cand_types, None))
+        return SchemaPlan(SchemaDiff(spec.schema.mode), reads)
+    problem = tolerance_problem(spec.equality.tolerance, ref, cand)
+    if problem is not None:
+        raise SpecError(f"{spec.source}: {problem}")
     ignored = spec.equality.ignore
     diff = diff_schemas(ref, cand, spec.schema.mode, ignored)
     plan = comparison_plan(ref, cand)
@@ -155,7 +174,33 @@ def plan_schemas(spec: Spec, ref: Schema | None, cand: Schema | None) -> SchemaP
                 f"{key} needs column {column!r}, whose values cannot be compared: "
                 f"{a.type} in the reference, {b.type} in the candidate"
             )
-    return SchemaPlan(diff, (project(plan, 0, ref.names), project(plan, 1, cand.names)))
+    return SchemaPlan(
+        diff,
+        (
+            _numbers(ref_types, project(plan, 0, ref.names)),
+            _numbers(cand_types, project(plan, 1, cand.names)),
+        ),
+    )
+
+
+Projection = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+def _numbers(types: OutputTypes, then: Projection | None) -> Projection | None:
+    """``then`` after the JSON columns whose whole numbers are doubles are read so."""
+    numbers = types.json_numbers
+    if not numbers:
+        return then
+
+    def read(event: Mapping[str, Any]) -> dict[str, Any]:
+        read = dict(event)
+        for name, type_ in numbers.items():
+            value = read.get(name)
+            if value is not None:
+                read[name] = as_inferred(value, type_)
+        return read if then is None else then(read)
+
+    return read
 
 
 def _parquet_schema(file: Path) -> Schema:
@@ -186,7 +231,7 @@ def spark_type(value: Any) -> str:
         return _SPARK_ATOMIC.get(value, value)
     kind = value.get("type")
     if kind == "struct":
-        return _struct((f["name"], spark_type(f["type"])) for f in value["fields"])
+        return struct_type((f["name"], spark_type(f["type"])) for f in value["fields"])
     if kind == "array":
         return f"array<{spark_type(value['elementType'])}>"
     if kind == "map":
@@ -224,103 +269,7 @@ def arrow_type(t: Any) -> str:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         return f"array<{arrow_type(t.value_type)}>"
     if pa.types.is_struct(t):
-        return _struct((t.field(i).name, arrow_type(t.field(i).type)) for i in range(t.num_fields))
+        return struct_type(
+            (t.field(i).name, arrow_type(t.field(i).type)) for i in range(t.num_fields)
+        )
     return str(t)
-
-
-def _struct(fields: Iterable[tuple[str, str]]) -> str:
-    return "struct<" + ",".join(f"{name}:{type_}" for name, type_ in fields) + ">"
-
-
-# -- JSON inference (Spark's JsonInferSchema, on parsed values) ------------------------------
-
-#: an inferred type: an atomic name, ``("array", element)`` or ``("struct", ((name, type),...))``
-#: (kept as values until the end, because a field name may hold any character)
-Inferred = Any
-_NULL = "void"
-
-
-def json_type(value: Any, depth: int = 0) -> Inferred:
-    """The type Spark's JSON reader gives one value (``void``: null, until merged). Every
-    value read from JSON passes here first: a value nested deeper than the matcher compares
-    (``matcher.equality.MAX_NESTING``) is refused here, in one line, before anything else
-    recurses into it."""
-    if value is None:
-        return _NULL
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        if -_MAX_LONG <= value < _MAX_LONG:
-            return "bigint"
-        digits = len(str(abs(value)))
-        return f"decimal({digits},0)" if digits <= 38 else "double"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, list | dict) and depth >= MAX_NESTING:
-        raise too_deep()
-    if isinstance(value, list):
-        element: Inferred = _NULL
-        for item in value:
-            element = merge(element, json_type(item, depth + 1))
-        return ("array", element)
-    if isinstance(value, dict):
-        fields = []
-        for k, v in value.items():  # a loop, not a generator: one frame per level
-            fields.append((str(k), json_type(v, depth + 1)))
-        return ("struct", tuple(sorted(fields)))
-    return "string"
-
-
-def merge(a: Inferred, b: Inferred) -> Inferred:
-    """The type of a column holding values of types ``a`` and ``b`` (Spark's
-    ``compatibleType`` for JSON)."""
-    if a == b or b == _NULL:
-        return a
-    if a == _NULL:
-        return b
-    if isinstance(a, str) and isinstance(b, str) and _numeric(a) and _numeric(b):
-        if "double" in (a, b):
-            return "double"
-        return common_type(a, b) or "double"
-    if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == b[0] == "array":
-        return ("array", merge(a[1], b[1]))
-    if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == b[0] == "struct":
-        fields = dict(a[1])
-        for name, type_ in b[1]:
-            fields[name] = merge(fields.get(name, _NULL), type_)
-        return ("struct", tuple(sorted(fields.items())))
-    return "string"
-
-
-def _inferred_groups(path: str, fields: Iterable[tuple[str, Inferred]]) -> Iterator[Group]:
-    """The places of an inferred struct's fields (``matcher.columns``), depth first, each
-    struct before the ones inside it: a loop over a stack rather than recursion, as a type
-    nests as deeply as the values it was inferred from (``MAX_NESTING``)."""
-    pending: list[tuple[str, tuple[tuple[str, Inferred], ...]]] = [(path, tuple(fields))]
-    while pending:
-        path, struct = pending.pop()
-        yield path, [name for name, _ in struct]
-        inner = []
-        for name, type_ in struct:
-            place = join(path, name)
-            while isinstance(type_, tuple) and type_[0] == "array":
-                type_, place = type_[1], place + "[]"
-            if isinstance(type_, tuple) and type_[0] == "struct":
-                inner.append((place, type_[1]))
-        pending.extend(reversed(inner))
-
-
-def _numeric(type_: str) -> bool:
-    return type_ in ("bigint", "double") or type_.startswith("decimal(")
-
-
-def render(type_: Inferred) -> str:
-    """An inferred type as ``simpleString``; still null is ``string`` (Spark's last pass)."""
-    if isinstance(type_, str):
-        return "string" if type_ == _NULL else type_
-    if type_[0] == "array":
-        return f"array<{render(type_[1])}>"
-    fields = []
-    for name, t in type_[1]:  # a loop, not a generator: one frame per level
-        fields.append((name, render(t)))
-    return _struct(fields)

@@ -8,10 +8,11 @@ Formats, chosen by ``format`` or else by each file's extension:
 * JSON lines (``.jsonl``, ``.json``; what Spark's JSON writer produces): one object per
   line; blank lines are skipped. A field an object lacks reads as null when the caller
   names the output's columns (Spark's writer drops null fields).
-* CSV (``.csv``): a header line, then rows. CSV carries no types, so every value stays a
-  string, the empty string included: a spec compares CSV outputs as text (a tolerance
-  never applies to a string). A zero-byte file is an empty stream (Spark writes one for an
-  empty partition); a header-only file too.
+* CSV (``.csv``): a header line, then rows, typed as the Spark engine types them: by
+  Spark's ``inferSchema`` (a pass over the output first) or by the spec's declared
+  ``output.schema`` (``matcher.files.csv_files``); an unquoted empty field is null, a
+  quoted one (``""``) the empty string in a ``string`` column. A zero-byte file is an
+  empty stream (Spark writes one for an empty partition); a header-only file too.
 * Parquet (``.parquet``): read a row group batch at a time, so memory stays constant. A
   map column's values are dicts, as on the Spark engine.
 
@@ -41,10 +42,6 @@ two readers, as ``bench/compare_files.py --reader lines`` does).
 
 from __future__ import annotations
 
-import codecs
-import csv
-import gzip
-import io
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -54,7 +51,6 @@ from typing import Any
 from matcher.columns import (
     NameProblem,
     RepeatedKeyError,
-    check_groups,
     decode_checked,
     decode_plain,
     json_groups,
@@ -65,6 +61,8 @@ from matcher.columns import (
 from matcher.errors import InputError
 from matcher.files.arrow_columns import check_arrow_schema
 from matcher.files.columnar import JsonBatch, json_batches
+from matcher.files.csv_files import CsvTypes, csv_events, csv_records, csv_types
+from matcher.files.lines import line_text, lines
 from matcher.files.sink_log import logged_files
 from matcher.formats import FORMATS, check_format, format_of_name, is_data_file
 
@@ -83,14 +81,22 @@ Event = dict[str, Any]
 
 
 def read_events(
-    path: str | Path, format: str | None = None, columns: Sequence[str] = ()
+    path: str | Path,
+    format: str | None = None,
+    columns: Sequence[str] = (),
+    csv: CsvTypes | None = None,
 ) -> Iterator[Event]:
     """The events of ``path`` in stream order: files in name order, rows in file order.
 
     A JSON object that lacks one of ``columns`` gets it as null: Spark's JSON writer drops
-    null fields, so a missing field *is* a null (``read_columns`` finds the columns)."""
-    for file, file_format in data_files(path, format):
-        events = _read_file(file, file_format)
+    null fields, so a missing field *is* a null (``read_columns`` finds the columns). A CSV
+    output's values are read to ``csv``'s types, inferred from the output when not given
+    (``matcher.files.csv_files``: a pass over it first)."""
+    files = data_files(path, format)
+    if csv is None and any(kind == "csv" for _, kind in files):
+        csv = csv_types([file for file, _ in files])
+    for file, file_format in files:
+        events = _read_file(file, file_format, csv)
         if columns and file_format in ("json", "jsonl"):
             events = with_missing_as_null(events, columns)
         yield from events
@@ -130,7 +136,7 @@ def read_columns(path: str | Path, format: str | None = None) -> tuple[str, ...]
         if file_format == "csv":
             header = next(csv_records(file), None)
             if header is not None:
-                return tuple(header[1])
+                return tuple(name or "" for name in header[1])
             continue
         for _, event in _json_objects(file):
             seen.update(dict.fromkeys(event))
@@ -184,54 +190,19 @@ def _format_of(path: Path) -> str:
     )
 
 
-def _read_file(path: Path, file_format: str) -> Iterator[Event]:
+def _read_file(path: Path, file_format: str, csv: CsvTypes | None) -> Iterator[Event]:
     if file_format == "parquet":
         yield from _parquet_events(path)
     elif file_format == "csv":
-        yield from _csv_events(path)
+        yield from csv_events(path, csv)
     else:
         yield from _json_events(path)
-
-
-def _open(path: Path) -> io.BufferedIOBase:
-    try:
-        if path.suffix.lower() == ".gz":
-            return gzip.GzipFile(path, "rb")
-        return path.open("rb")
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file or directory") from exc
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """Decoded lines with their 1-based numbers; a byte that is not UTF-8 is an error at its
-    line (decoding line by line is what lets the message say where)."""
-    with _open(path) as stream:
-        try:
-            for number, raw in enumerate(stream, start=1):
-                yield number, _line_text(path, number, raw)
-        except (OSError, EOFError) as exc:  # a truncated or corrupt gzip stream
-            raise InputError(f"{path}: cannot read: {exc}") from exc
-
-
-def _line_text(path: Path, number: int, raw: bytes) -> str:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{path}: line {number}: not UTF-8 (byte 0x{raw[exc.start]:02x} "
-            f"at column {exc.start + 1})"
-        ) from exc
-    if number == 1 and text.startswith(codecs.BOM_UTF8.decode("utf-8")):
-        text = text[1:]
-    return text
 
 
 def _json_objects(path: Path) -> Iterator[tuple[int, Event]]:
     """The file's objects with their lines, read line by line (``_object_decoder``)."""
     decode = _object_decoder(path)
-    for number, text in _lines(path):
+    for number, text in lines(path):
         value = decode(number, text)
         if value is not None:
             yield number, value
@@ -275,7 +246,7 @@ def json_event_batches(path: Path) -> Iterator[JsonBatch]:
     gzipped or ``PARITY_READER=lines`` asks for the per-line reader."""
     if os.environ.get(READER_VARIABLE) != "lines" and path.suffix.lower() != ".gz":
         decode = _object_decoder(path)
-        yield from json_batches(path, lambda n, raw: decode(n, _line_text(path, n, raw)))
+        yield from json_batches(path, lambda n, raw: decode(n, line_text(path, n, raw)))
         return
     events: list[Event] = []
     try:
@@ -318,47 +289,12 @@ def json_name_error(files: Iterable[Path]) -> InputError | None:
     """The error for the first line of the JSON lines ``files`` whose names break a rule
     of ``matcher.columns`` (names that differ only in case, in one object or from an
     earlier one), if any: the whole output is read, so only once a check found a problem."""
-    lines = ((f"{file}: line {number}", text) for file in files for number, text in _lines(file))
-    found = json_problem(lines)
+    texts = ((f"{file}: line {number}", text) for file in files for number, text in lines(file))
+    found = json_problem(texts)
     if found is None:
         return None
     where, problem = found
     return problem.error(where, "object")
-
-
-def csv_records(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """Non-blank CSV records, each with the line it ends on (public: the schema reader
-    takes the header from here, so both read a CSV file the same way)."""
-    where = [0]
-
-    def texts(lines: Iterable[tuple[int, str]]) -> Iterator[str]:
-        for number, text in lines:
-            where[0] = number
-            yield text
-
-    reader = csv.reader(texts(_lines(path)), strict=True)
-    try:
-        for row in reader:
-            if row:
-                yield where[0], row
-    except csv.Error as exc:
-        raise InputError(f"{path}: line {where[0]}: malformed CSV: {exc}") from exc
-
-
-def _csv_events(path: Path) -> Iterator[Event]:
-    records = csv_records(path)
-    first = next(records, None)
-    if first is None:
-        return
-    number, names = first
-    check_groups(f"{path}: line {number}", "header", [("", names)])
-    for number, row in records:
-        if len(row) != len(names):
-            raise InputError(
-                f"{path}: line {number}: expected {len(names)} fields as in the header, "
-                f"got {len(row)}"
-            )
-        yield dict(zip(names, row, strict=True))
 
 
 def parquet_file(path: Path) -> Any:

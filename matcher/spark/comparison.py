@@ -88,6 +88,7 @@ class SparkComparison:
             self.schema_mode,
             self.equality.ignore,
             self.nullability,
+            tolerant=self.equality.tolerance,
         )
         # a column the dependence reads needs a common type; the equality's are compared as read
         needed = [("the dependence", c, True) for c in sorted(self.dependence.columns or ())]

@@ -41,6 +41,9 @@ def known_failure(
     duplicate = _duplicate_field(exc)
     if duplicate is not None:
         return duplicate
+    malformed = _malformed_csv(exc)
+    if malformed is not None:
+        return malformed
     if is_spark_error(exc):
         return InputError(first_line(exc))
     if isinstance(exc, RecursionError):
@@ -72,6 +75,15 @@ def _duplicate_field(exc: BaseException) -> InputError | None:
     from matcher.spark.columns import duplicate_field_error
 
     return duplicate_field_error(str(exc))
+
+
+def _malformed_csv(exc: BaseException) -> InputError | None:
+    """A Spark job that failed on a CSV value not of its declared type (``output.schema``)."""
+    if type(exc).__name__ not in ("Py4JJavaError", "SparkRuntimeException", "SparkException"):
+        return None
+    from matcher.spark.streams import malformed_csv_error
+
+    return malformed_csv_error(str(exc))
 
 
 def _user_function(exc: BaseException, functions: Mapping[str, Callable[..., Any]]) -> str | None:

@@ -43,6 +43,9 @@ JSON_SLOT = "__p_json"
 JSON_TEXT = StructType([StructField(JSON_SLOT, StringType(), True)])
 #: a JSON text column's metadata: the type Spark's inference gave it (its schema's type)
 INFERRED_TYPE = "parity.inferred_type"
+#: a column's metadata: its type was inferred from text, JSON lines or CSV
+#: (``matcher.schema.Field.inferred``)
+INFERRED_FROM_TEXT = "parity.inferred_from_text"
 #: ``VARIANT`` as a type in a variant schema (not a field name: that is followed by ``:``)
 _MIXED = re.compile(r"(?:^|[<,:]\s*)VARIANT\s*(?:[>,]|$)")
 
@@ -84,7 +87,7 @@ def keep_json_kinds(spark: SparkSession, df: DataFrame, source: str) -> DataFram
     return as_variants.select(
         *[
             F.expr(json_text(ident(f.name))).alias(
-                f.name, metadata={INFERRED_TYPE: f.dataType.simpleString()}
+                f.name, metadata={**f.metadata, INFERRED_TYPE: f.dataType.simpleString()}
             )
             if f.name in mixed
             else F.col(ident(f.name))

@@ -46,7 +46,13 @@ def compare_on_spark(
         return Timed(empty, time.perf_counter() - started)
     order_by = list(spec.output.order_by) or None
     streams = [
-        read_stream(spark, path, format=spec.output.format, order_by=order_by)
+        read_stream(
+            spark,
+            path,
+            format=spec.output.format,
+            order_by=order_by,
+            declared=spec.output.declared_columns(),
+        )
         for path in (reference, candidate)
     ]
     columns = [[c for c in stream.columns if not c.startswith("__")] for stream in streams]

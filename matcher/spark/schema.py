@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
-from matcher.errors import InputError
+from matcher.errors import InputError, SpecError
 from matcher.schema import (
     DEFAULT_MODE,
     Field,
@@ -33,10 +33,17 @@ from matcher.schema import (
     SchemaDiff,
     comparison_plan,
     diff_schemas,
+    tolerance_problem,
 )
 from matcher.spark.conform import conformed
 from matcher.spark.equality_sql import ident
-from matcher.spark.kinds import INFERRED_TYPE, JSON_TEXT, as_json_text, is_json_text
+from matcher.spark.kinds import (
+    INFERRED_FROM_TEXT,
+    INFERRED_TYPE,
+    JSON_TEXT,
+    as_json_text,
+    is_json_text,
+)
 
 POS = "__pos"
 #: a stream's order, when it is cheaper than ``__pos`` (``read_stream`` of Parquet): not
@@ -97,6 +104,7 @@ def neutral_schema(
                 f.name,
                 f.metadata.get(INFERRED_TYPE) or f.dataType.simpleString(),
                 declared.get(f.name, f.nullable),
+                bool(f.metadata.get(INFERRED_FROM_TEXT)),
             )
             for f in fields
         )
@@ -136,8 +144,11 @@ def reconcile(
     mode: Mode = DEFAULT_MODE,
     exempt: Iterable[str] = (),
     nullability: tuple[Mapping[str, bool] | None, Mapping[str, bool] | None] = (None, None),
+    tolerant: Iterable[str] = (),
 ) -> Streams:
-    """Both streams over the columns the core compares, and the schema findings."""
+    """Both streams over the columns the core compares, and the schema findings; a
+    ``tolerant`` column (``equality.tolerance``) that holds no number in either stream is
+    an error (``matcher.schema.tolerance_problem``), as on the core."""
     ref_fields = data_fields(reference, "reference")
     cand_fields = data_fields(candidate, "candidate")
     if not ref_fields or not cand_fields:
@@ -153,6 +164,9 @@ def reconcile(
         )
     ref_schema = neutral_schema(ref_fields, nullability[0])
     cand_schema = neutral_schema(cand_fields, nullability[1])
+    problem = tolerance_problem(tolerant, ref_schema, cand_schema)
+    if problem is not None:
+        raise SpecError(problem)
     diff = diff_schemas(ref_schema, cand_schema, mode, exempt)
     ref_types = {f.name: f for f in ref_fields}
     cand_types = {f.name: f for f in cand_fields}

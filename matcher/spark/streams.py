@@ -21,6 +21,7 @@ partition. No way sorts the stream into one partition or numbers it with a globa
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,13 +31,22 @@ from pyspark import StorageLevel
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
+from matcher.ddl import to_ddl
 from matcher.errors import InputError
+from matcher.files.csv_types import NULL_TEXT
 from matcher.formats import check_format, format_of_path, spark_format
 from matcher.spark.columns import check_column_names
 from matcher.spark.equality_sql import literal
-from matcher.spark.kinds import keep_json_kinds
+from matcher.spark.kinds import INFERRED_FROM_TEXT, keep_json_kinds
 from matcher.spark.ordering import number_by_order, order_keys
 from matcher.spark.schema import ORD, POS, column
 
@@ -52,8 +62,10 @@ _ROW_BITS = 40  # rows per file below 2^40, files below 2^23
 #: an output of more files is numbered by the counting job, not from its listing
 LISTED_FILES = 1_000
 _FILE_UNKNOWN = "Parity: a row from a file that the listing of the output lacks: "
-#: CSV has no nulls to the core's reader; a quoted empty field stays "" with this
-_NO_NULL = "\u0000"
+#: a CSV output's declared columns: ``(name, type)`` (``matcher.ddl``)
+Declared = Sequence[tuple[str, str]]
+_MALFORMED = re.compile(r"Malformed records are detected in record parsing: (\[[^\n]*?\])\.")
+_READING = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
 
 
 def read_stream(
@@ -62,18 +74,23 @@ def read_stream(
     format: str | None = None,
     order_by: Sequence[str] | None = None,
     keep_kinds: bool = True,
+    declared: Declared | None = None,
+    typed: bool = True,
 ) -> DataFrame:
     """The output at ``path`` (a directory or file, a catalog table, or a DataFrame) with its
     stream position in the ``__pos`` column (int64, 0-based, dense).
 
-    ``format``: ``parquet``, ``json`` (JSON lines), ``csv`` (a header, values as strings);
-    ``None`` guesses from the file names. ``order_by``: the columns that give stream order.
-    ``keep_kinds``: a JSON column that mixes kinds is read as JSON text, so that ``1`` and
-    ``"1"`` stay apart (``matcher.spark.kinds``); ``False`` reads it as Spark infers it.
+    ``format``: ``parquet``, ``json`` (JSON lines), ``csv`` (a header, then values typed as
+    the module's docstring says); ``None`` guesses from the file names. ``order_by``: the
+    columns that give stream order. ``keep_kinds``: a JSON column that mixes kinds is read
+    as JSON text, so that ``1`` and ``"1"`` stay apart (``matcher.spark.kinds``); ``False``
+    reads it as Spark infers it. ``declared``: a CSV output's columns (``output.schema``).
+    ``typed``: ``False`` reads CSV values as their text, for a job that writes them back
+    (the slice), not one that compares them.
     """
     # names twice, or twice but for their case; the JSON schema it inferred is read with
     inferred = check_column_names(spark, path, format)
-    df, kind = _open(spark, path, format, inferred)
+    df, kind = _open(spark, path, format, inferred, declared, typed)
     if POS in df.columns:
         if order_by is None:
             return df
@@ -105,8 +122,13 @@ def _name(path: str | Path | DataFrame) -> str:
     return "(a DataFrame)" if isinstance(path, DataFrame) else str(path)
 
 
-def load_output(spark: SparkSession, path: str | Path | DataFrame, format: str | None) -> DataFrame:
-    return _open(spark, path, format)[0]
+def load_output(
+    spark: SparkSession,
+    path: str | Path | DataFrame,
+    format: str | None,
+    declared: Declared | None = None,
+) -> DataFrame:
+    return _open(spark, path, format, declared=declared)[0]
 
 
 def _open(
@@ -114,6 +136,8 @@ def _open(
     path: str | Path | DataFrame,
     format: str | None,
     inferred: StructType | None = None,
+    declared: Declared | None = None,
+    typed: bool = True,
 ) -> tuple[DataFrame, str | None]:
     """The output as a DataFrame, and the file format it was read in (``None``: a table or
     a DataFrame). ``inferred``: the JSON schema already inferred of it (no second pass)."""
@@ -127,14 +151,76 @@ def _open(
         if format is None and "/" not in text and spark.catalog.tableExists(text):
             return spark.table(text), None
         kind = spark_format(format) if format else format_of_path(text)
-        reader = spark.read
+        if declared is not None and kind != "csv":
+            raise InputError(
+                f"{text}: output.schema declares a CSV output's columns; this output is {kind}"
+            )
         if kind == "csv":
-            reader = reader.option("header", True).option("nullValue", _NO_NULL)
+            return _csv(spark, text, declared, typed), kind
+        reader = spark.read
         if kind == "json" and inferred is not None:
-            reader = reader.schema(inferred)
+            reader = reader.schema(_from_text(inferred))
         return reader.format(kind).load(text), kind
     except AnalysisException as exc:
         raise InputError(f"{text}: {_first_line(exc)}") from exc
+
+
+def _csv(spark: SparkSession, text: str, declared: Declared | None, typed: bool) -> DataFrame:
+    """A CSV output read as the module's docstring says: one pass to infer its types
+    (none when they are declared), then read with them."""
+    reader = spark.read.format("csv").option("header", True).option("nullValue", NULL_TEXT)
+    if not typed:
+        return reader.load(text)
+    if declared is not None:
+        header = reader.load(text).columns  # the first line only
+        wanted = [name for name, _ in declared]
+        if header != wanted:
+            raise InputError(
+                f"{text}: the header names {', '.join(header)}; output.schema declares "
+                f"{', '.join(wanted)}"
+            )
+        return (
+            reader.schema(to_ddl(tuple(declared)))
+            .option("enforceSchema", False)  # every file's header checked against it
+            .option("mode", "FAILFAST")
+            .load(text)
+        )
+    found = reader.option("inferSchema", True).load(text).schema
+    as_text = StructType(
+        [
+            StructField(f.name, StringType(), True)
+            if isinstance(f.dataType, TimestampType | TimestampNTZType)
+            else f
+            for f in found.fields
+        ]
+    )
+    return reader.option("inferSchema", False).schema(_from_text(as_text)).load(text)
+
+
+def malformed_csv_error(text: str) -> InputError | None:
+    """The error of a job that failed on a CSV value not of the type ``output.schema``
+    declares (read ``FAILFAST``), from the failure's text (``matcher.spark.failures``);
+    ``None`` for any other failure. Spark says the file and the record as far as it read
+    it (the value it refused is null there), not the line."""
+    record = _MALFORMED.search(text)
+    if record is None:
+        return None
+    found = _READING.search(text)
+    where = urllib.parse.unquote(found[1]).removeprefix("file://") + ": " if found else ""
+    return InputError(
+        f"{where}a value is not of the type output.schema declares (Spark's reader refused "
+        f"the record {record[1]})"
+    )
+
+
+def _from_text(schema: StructType) -> StructType:
+    """``schema`` with every column marked as typed from text (``INFERRED_FROM_TEXT``)."""
+    return StructType(
+        [
+            StructField(f.name, f.dataType, f.nullable, {**f.metadata, INFERRED_FROM_TEXT: True})
+            for f in schema.fields
+        ]
+    )
 
 
 def _first_line(exc: BaseException) -> str:
