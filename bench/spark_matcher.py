@@ -1,36 +1,45 @@
 """Benchmark of the Spark match job against what a user would otherwise run, on the same files.
 
-    .venv/bin/python bench/spark_matcher.py [--rows 5000000] [--keys 500000] [--data DIR]
+    .venv/bin/python bench/spark_matcher.py [--rows 5000000] [--keys 100003] [--data DIR]
+        [--cases identical faulty_keys every_key every_row] [--processes] [--profile]
 
-Writes two Parquet outputs of ``--rows`` rows each (key, seq and a few typed columns): the
-candidate is the reference written in another order that keeps each key's order (an
-equivalent output), and again with 1% of rows of each fault kind injected (lost,
-duplicated, moved after the key's next event, value altered). On ``local[2]`` it times, on
-the same files and in one run:
+Writes Parquet outputs of ``--rows`` rows each (key, seq and a few typed columns), in stream
+order by ``seq`` (the spec says ``output.order_by: [seq]``; the order column is ignored by the
+equality, as a candidate numbers its own events): the reference, and as candidates:
 
-* Parity: read both as streams, match partitioned by key, write the verdict to a store;
+* ``identical``: the reference's files, copied;
+* ``faulty_keys``: faults in 1% of the keys per kind, at the middle event of the key (lost,
+  duplicated, altered, moved after the key's next one or two events);
+* ``every_key``: faults in every key: each loses one event, gains one (a copy), has one
+  altered and two moved (past the key's next two and three events), at a tenth, three
+  tenths, half, a fifth and seven tenths of the key;
+* ``every_row``: a column bug: ``amount`` altered in every row.
+
+On ``local[2]`` it times, on the same files and in one run:
+
+* Parity: read both as streams, match partitioned by key, write the verdict to a store,
+  and checks the counts by kind and column against the faults injected;
 * (a) the order-blind multiset diff a user would write: ``a.exceptAll(b)`` and
-  ``b.exceptAll(a)`` with counts;
-* (b) datacompy's ``SparkSQLCompare`` joined on (key, seq), with ``matches()``;
-* (c) the floor: reading both outputs with a count;
-* (c') a second floor that reads every value: both outputs into Spark's ``noop`` sink.
-  A Parquet ``count()`` reads only the row counts in the file footers, not one value, so
-  (c) is a floor no comparison can approach; (c') is what reading the data costs;
+  ``b.exceptAll(a)`` with counts (every column, ``seq`` too: a moved event is a changed row);
 * (d) the floor of any order-aware check: each event's group, side and stream order as
   longs, one shuffle by group, its rank within (group, side) and an aggregate per group,
   no value read or hashed. ``exceptAll`` needs no rank; an order-aware check cannot do
-  with less.
+  with less;
+* on request (``--with b c c2``): (b) datacompy's ``SparkSQLCompare`` joined on (key, seq);
+  (c) reading both with a count (footers only); (c') reading every value (``noop`` sink).
 
 and prints each time with the ratios. With ``--processes`` it times whole processes
 instead, which is what a user waits for (each pays its JVM, its imports, its session):
 ``spark-submit jobs/match.py`` (Parity's match job, its verdict stored in SQLite) against
 ``spark-submit`` of the four-line ``exceptAll`` script a user would write
 (``EXCEPT_ALL_SCRIPT``), both ``--master local[2]`` with the same driver memory.
+``--profile`` times the phases of Parity's faulty path in one process (screening, the
+chains' job, the core's loop for keys with a NaN, the witnesses).
 
-Each contender runs once untimed (the first run of
-anything in a fresh JVM pays for compiling Spark's code paths, and Parity's differ from
-the others'), then ``--repeat`` times in a row (default 3); its median time is the one
-compared, as a shared machine is noisy. Generated files are reused when present.
+Each contender runs once untimed (the first run of anything in a fresh JVM pays for
+compiling Spark's code paths, and Parity's differ from the others'), then ``--repeat``
+times in a row (default 2); its median time is the one compared, as a shared machine is
+noisy. Generated files are reused when present.
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -51,9 +61,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from matcher.dependence import by_key
 from matcher.equality import Equality
-from matcher.spark import SparkComparison, compare_dataframes, read_stream
-from matcher.spark.schema import ORD
+from matcher.spark import compare_dataframes, read_stream
+from matcher.spark.schema import ORD, POS
 from matcher.store import RunOutcome, RunStart, Store
+
+CASES = ("identical", "faulty_keys", "every_key", "every_row")
+EQUALITY = Equality(ignore=frozenset({"seq"}))
 
 
 def session(memory: str) -> Any:
@@ -67,6 +80,7 @@ def session(memory: str) -> Any:
         builder = builder.config("spark.driver.memory", memory)
     spark = (
         builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .getOrCreate()
     )
@@ -74,36 +88,81 @@ def session(memory: str) -> Any:
     return spark
 
 
-def generate(spark: Any, data: Path, rows: int, keys: int) -> dict[str, Path]:
-    """The reference, an equivalent candidate and a faulty one, as Parquet directories."""
+def fault_ranks(rows: int, keys: int) -> dict[str, int]:
+    """The ranks in its key of ``every_key``'s faults (a key has ``rows // keys`` events or
+    one more)."""
+    n = rows // keys
+    if n < 10:
+        raise SystemExit(f"every_key needs 10 events a key: --rows {rows} --keys {keys}")
+    return {"lost": n // 10, "moved2": n // 5, "duplicated": 3 * n // 10, "altered": n // 2,
+            "moved3": 7 * n // 10}  # fmt: skip
+
+
+def injected(case: str, rows: int, keys: int) -> tuple[Counter[str], Counter[str]]:
+    """The counts by kind and by column that the faults of ``case`` make."""
+    kinds: Counter[str] = Counter()
+    if case == "faulty_keys":
+        per_kind = [sum(1 for k in range(keys) if k % 100 == c) for c in range(4)]
+        names = ("loss", "duplication", "corruption", "reordering")
+        kinds.update(dict(zip(names, per_kind, strict=True)))
+    elif case == "every_key":
+        kinds.update(loss=keys, duplication=keys, corruption=keys, reordering=2 * keys)
+    elif case == "every_row":
+        kinds.update(corruption=rows)
+    return kinds, Counter(amount=kinds["corruption"]) if kinds["corruption"] else Counter()
+
+
+def generate(spark: Any, data: Path, rows: int, keys: int, cases: list[str]) -> dict[str, Path]:
+    """The reference and each case's candidate, as Parquet directories in ``seq`` order."""
     from pyspark.sql import functions as F
 
-    paths = {name: data / name for name in ("reference", "equivalent", "faulty")}
-    if all((p / "_SUCCESS").exists() for p in paths.values()):
-        return paths
-    base = (
-        spark.range(rows)
-        .withColumn("key", (F.col("id") * 7919 % keys).cast("long"))
-        .withColumn("seq", (F.col("id") / keys).cast("long"))
-        .withColumn("amount", F.round(F.rand(1) * 1000, 2))
-        .withColumn("label", F.concat(F.lit("item-"), (F.col("id") % 97).cast("string")))
-        .withColumn("flag", F.col("id") % 3 == 0)
+    paths = {name: data / name for name in ("reference", *cases)}
+    base = spark.range(rows).select(
+        F.col("id").alias("o"),
+        (F.col("id") % keys).alias("key"),
+        (F.col("id") * 4).alias("seq"),
+        F.round(F.rand(1) * 1000, 2).alias("amount"),
+        F.concat(F.lit("item-"), (F.col("id") % 97).cast("string")).alias("label"),
+        (F.col("id") % 3 == 0).alias("flag"),
     )
-    columns = ["key", "seq", "amount", "label", "flag"]
-    # The reference in global order; the candidate grouped by key: each key keeps its order.
-    base.orderBy("id").select(columns).write.mode("overwrite").parquet(str(paths["reference"]))
-    by_key_order = base.repartition(8, "key").sortWithinPartitions("key", "seq")
-    by_key_order.select(columns).write.mode("overwrite").parquet(str(paths["equivalent"]))
+    rank, kind, seq = F.floor(F.col("o") / keys), F.col("key") % 100, F.col("seq")
 
-    bucket = F.abs(F.hash("id")) % 100
-    faulty = (
-        base.where(bucket != 0)  # 1% lost
-        .unionByName(base.where(bucket == 1))  # 1% duplicated
-        .withColumn("amount", F.when(bucket == 2, F.col("amount") + 1).otherwise(F.col("amount")))
-        .withColumn("order", F.when(bucket == 3, F.col("seq") + 1.5).otherwise(F.col("seq")))
-    )  # bucket 2: 1% corrupted; bucket 3: 1% moved after the key's next event
-    faulty = faulty.repartition(8, "key").sortWithinPartitions("key", "order")
-    faulty.select(columns).write.mode("overwrite").parquet(str(paths["faulty"]))
+    def write(frame: Any, path: Path) -> None:
+        if not (path / "_SUCCESS").exists():
+            ordered = frame.repartitionByRange(2, "seq").sortWithinPartitions("seq")
+            ordered.drop("o").write.mode("overwrite").parquet(str(path))
+
+    def candidate(lost: Any, duplicated: Any, altered: Any, moved: Any, past: Any) -> Any:
+        moved_to = (F.col("o") + past * keys) * 4 + 1
+        return (
+            base.where(~lost)
+            .withColumn("amount", F.when(altered, F.col("amount") + 1).otherwise(F.col("amount")))
+            .withColumn("seq", F.when(moved, moved_to).otherwise(seq))
+            .unionByName(base.where(duplicated))
+        )
+
+    write(base, paths["reference"])
+    no = F.lit(False)
+    middle = rank == rows // keys // 2
+    r = fault_ranks(rows, keys) if "every_key" in cases else {}
+    faults = {
+        "faulty_keys": lambda: candidate(
+            middle & (kind == 0), middle & (kind == 1), middle & (kind == 2),
+            middle & (kind == 3), F.when(F.col("key") % 200 == 3, 1).otherwise(2),
+        ),
+        "every_key": lambda: candidate(
+            rank == r["lost"], rank == r["duplicated"], rank == r["altered"],
+            (rank == r["moved2"]) | (rank == r["moved3"]),
+            F.when(rank == r["moved2"], 2).otherwise(3),
+        ),
+        "every_row": lambda: candidate(no, no, F.lit(True), no, F.lit(0)),
+    }  # fmt: skip
+    for case in cases:
+        if case == "identical":
+            if not paths[case].exists():
+                shutil.copytree(paths["reference"], paths[case])
+        else:
+            write(faults[case](), paths[case])
     return paths
 
 
@@ -111,8 +170,11 @@ SPEC = """\
 name: bench_spark_matcher
 output:
   format: parquet
+  order_by: [seq]
 dependence:
   key: [key]
+equality:
+  ignore: [seq]
 """
 
 EXCEPT_ALL_SCRIPT = """\
@@ -129,15 +191,25 @@ def timed(action: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, result
 
 
-def run_parity(spark: Any, reference: Path, candidate: Path, db: str) -> str:
-    streams = [read_stream(spark, str(p), format="parquet") for p in (reference, candidate)]
-    verdict = compare_dataframes(streams[0], streams[1], by_key("key"), Equality(), limit=100)
+def read_both(spark: Any, reference: Path, candidate: Path) -> list[Any]:
+    return [
+        read_stream(spark, str(p), format="parquet", order_by=["seq"])
+        for p in (reference, candidate)
+    ]
+
+
+def run_parity(spark: Any, reference: Path, candidate: Path, db: str, expected: Any) -> str:
+    ref, cand = read_both(spark, reference, candidate)
+    verdict = compare_dataframes(ref, cand, by_key("key"), EQUALITY, limit=100)
     with Store.open(db) as store:
         run = RunStart(run_id=f"bench-{candidate.name}", validation="bench", engine="spark")
         store.start_run(run)
         store.record_run(run.run_id, RunOutcome.from_verdict(verdict))
-    counts = ", ".join(f"{k} {n:,}" for k, n in verdict.counts.items())
-    return f"{verdict.status} ({counts})"
+    kinds, columns = expected
+    got = (+Counter(verdict.counts), +Counter(verdict.column_mismatches))
+    check = "as injected" if got == (kinds, columns) else f"INJECTED {dict(kinds)} {dict(columns)}"
+    counts = ", ".join(f"{k} {n:,}" for k, n in verdict.counts.items() if n)
+    return f"{verdict.status} ({counts}; {check})"
 
 
 def run_except_all(spark: Any, reference: Path, candidate: Path) -> str:
@@ -168,22 +240,66 @@ def run_full_read(spark: Any, reference: Path, candidate: Path) -> str:
 def run_order_floor(spark: Any, reference: Path, candidate: Path) -> str:
     from pyspark.sql import functions as F
 
-    streams = [read_stream(spark, str(p), format="parquet") for p in (reference, candidate)]
+    streams = read_both(spark, reference, candidate)
     sides = [
-        stream.select(F.xxhash64("key").alias("g"), F.lit(side).alias("side"), F.col(ORD))
+        stream.select(
+            F.xxhash64("key").alias("g"),
+            F.lit(side).alias("side"),
+            F.col(ORD if ORD in stream.columns else POS).alias("o"),
+        )
         for side, stream in enumerate(streams)
     ]
-    rank = f"row_number() OVER (PARTITION BY g, side ORDER BY {ORD})"
+    rank = "row_number() OVER (PARTITION BY g, side ORDER BY o)"
     ranked = sides[0].unionByName(sides[1]).selectExpr("g", "side", f"{rank} AS r")
     per_group = ranked.groupBy("g").agg(F.expr("bit_xor(xxhash64(side, r))"))
     per_group.write.format("noop").mode("overwrite").save()
     return "every event ranked in its group and side"
 
 
+PHASES = ("screen", "run_chains", "match_partitions", "explain_chosen")
+
+
+def profiled(spark: Any, reference: Path, candidate: Path, db: str, expected: Any) -> str:
+    """Parity once, with the time spent in each phase of the screened path."""
+    from matcher.spark import screen as screen_module
+
+    spent: dict[str, float] = dict.fromkeys(PHASES, 0.0)
+    real = {name: getattr(screen_module, name) for name in PHASES}
+
+    def timer(name: str) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return real[name](*args, **kwargs)
+            finally:
+                spent[name] += time.perf_counter() - started
+
+        return run
+
+    for name in PHASES:
+        setattr(screen_module, name, timer(name))
+    try:
+        took, _ = timed(lambda: run_parity(spark, reference, candidate, db, expected))
+    finally:
+        for name, function in real.items():
+            setattr(screen_module, name, function)
+    phases = {"screening": spent["screen"]}
+    if spent["run_chains"]:
+        inner = spent["match_partitions"] + spent["explain_chosen"]
+        phases["chains' job"] = spent["run_chains"] - inner
+        phases["core loop (NaN keys)"] = spent["match_partitions"]
+        phases["witnesses"] = spent["explain_chosen"]
+    else:  # few events differ: the core's loop and the driver explain them exactly
+        phases["core loop and driver"] = spent["match_partitions"]
+    phases["read, plan, store"] = took - sum(phases.values())
+    return f"{took:.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
+
+
 LABELS = {"parity": "Parity: spark-submit jobs/match.py", "a": "(a) exceptAll script"}
 
 
-def run_processes(data: Path, paths: dict[str, Path], memory: str, repeat: int) -> None:
+def run_processes(data: Path, paths: dict[str, Path], cases: list[str], memory: str,
+                  repeat: int) -> None:  # fmt: skip
     """Whole ``spark-submit`` processes: the match job against the ``exceptAll`` script."""
     root = Path(__file__).resolve().parent.parent
     bin_dir = Path(sys.executable).parent
@@ -197,7 +313,7 @@ def run_processes(data: Path, paths: dict[str, Path], memory: str, repeat: int) 
     if memory != "default":
         submit += ["--driver-memory", memory]
     submit += ["--conf", "spark.ui.enabled=false"]
-    for case in ("equivalent", "faulty"):
+    for case in cases:
         reference, candidate = str(paths["reference"]), str(paths[case])
         db = f"sqlite:///{store_dir / 'results.db'}"
         contenders = {
@@ -220,82 +336,81 @@ def run_processes(data: Path, paths: dict[str, Path], memory: str, repeat: int) 
             each = ", ".join(f"{t:.1f}" for t in runs)
             label = LABELS[name]
             print(f"  {label:<36} {seconds[name]:>7.1f} s  [{each}]  exit {done.returncode}")
-        print(f"  (a) / Parity = {seconds['a'] / seconds['parity']:.2f}x (target >= 2)")
+        print(f"  (a) / Parity = {seconds['a'] / seconds['parity']:.2f}x")
     shutil.rmtree(store_dir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--keys", type=int, default=500_000)
+    parser.add_argument("--keys", type=int, default=100_003)
     parser.add_argument("--data", type=Path, default=Path(tempfile.gettempdir()) / "parity-bench")
     parser.add_argument("--memory", default="8g", help="spark.driver.memory (default: Spark's)")
-    parser.add_argument("--skip", nargs="*", default=[], help="baselines to skip: a b c c2 d")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each, median compared")
-    parser.add_argument("--explain", action="store_true", help="print Parity's screening plan")
+    parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
+    parser.add_argument("--skip", nargs="*", default=[], help="contenders to skip: parity a d")
+    parser.add_argument("--with", dest="extra", nargs="*", default=[], help="also: b c c2")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each, median compared")
     parser.add_argument(
         "--processes", action="store_true", help="time whole spark-submit processes instead"
     )
+    parser.add_argument("--profile", action="store_true", help="Parity's phases, one process")
     args = parser.parse_args(argv)
 
     spark = session(args.memory)
-    data = args.data / f"{args.rows}-{args.keys}"
-    paths = generate(spark, data, args.rows, args.keys)
+    data = args.data / f"ob-{args.rows}-{args.keys}"
+    paths = generate(spark, data, args.rows, args.keys, args.cases)
+    print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
     if args.processes:
         spark.stop()  # its JVM's memory is the processes'
-        print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
-        run_processes(data, paths, args.memory, args.repeat)
+        run_processes(data, paths, args.cases, args.memory, args.repeat)
         return 0
     store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
     db = f"sqlite:///{store_dir / 'results.db'}"
-    print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
+    expected = {case: injected(case, args.rows, args.keys) for case in args.cases}
     # datacompy last: it caches a join of both outputs, and the JVM is slower for a while
     # after it (its garbage), which would count against whatever ran next
-    contenders: list[tuple[str, str, Callable[[Path, Path], str]]] = [
-        ("parity", "Parity (read + match + store)", lambda r, c: run_parity(spark, r, c, db)),
-        ("a", "(a) exceptAll both ways", lambda r, c: run_except_all(spark, r, c)),
-        ("c", "(c) floor: read + count", lambda r, c: run_floor(spark, r, c)),
-        ("c2", "(c') floor: read every value", lambda r, c: run_full_read(spark, r, c)),
-        ("d", "(d) floor: order-aware, longs", lambda r, c: run_order_floor(spark, r, c)),
-        ("b", "(b) datacompy SparkSQLCompare", lambda r, c: run_datacompy(spark, r, c)),
-    ]
-    if args.explain:
-        streams = [read_stream(spark, str(paths[n]), format="parquet") for n in paths]
-        plan = SparkComparison(streams[0], streams[1], by_key("key")).screening_plan()
-        if plan is not None:
-            plan.explain()
-    for case in ("equivalent", "faulty"):
+    contenders: list[tuple[str, str, Callable[[str, Path, Path], str]]] = [
+        ("parity", "Parity (read + match + store)",
+         lambda case, r, c: run_parity(spark, r, c, db, expected[case])),
+        ("a", "(a) exceptAll both ways", lambda case, r, c: run_except_all(spark, r, c)),
+        ("c", "(c) floor: read + count", lambda case, r, c: run_floor(spark, r, c)),
+        ("c2", "(c') floor: read every value", lambda case, r, c: run_full_read(spark, r, c)),
+        ("d", "(d) floor: order-aware, longs", lambda case, r, c: run_order_floor(spark, r, c)),
+        ("b", "(b) datacompy SparkSQLCompare", lambda case, r, c: run_datacompy(spark, r, c)),
+    ]  # fmt: skip
+    chosen = [c for c in contenders if c[0] not in args.skip and (c[0] in ("parity", "a", "d")
+              or c[0] in args.extra)]  # fmt: skip
+    warmed = False
+    for case in args.cases:
         print(f"\ncandidate: {case} (median of {args.repeat} runs, each run's time in brackets)")
         reference, candidate = paths["reference"], paths[case]
         runs: dict[str, list[float]] = {}
         outcomes: dict[str, str] = {}
-        for name, _label, run in contenders:
-            if name in args.skip:
-                continue
-            if case == "equivalent":  # one untimed run: Spark compiles its code paths
+        for name, _label, run in chosen:
+            if not warmed:  # one untimed run: Spark compiles its code paths
                 spark.catalog.clearCache()
-                run(reference, candidate)
+                run(case, reference, candidate)
             for _ in range(args.repeat):
                 spark.catalog.clearCache()
-                took, outcomes[name] = timed(lambda: run(reference, candidate))  # noqa: B023
+                took, outcomes[name] = timed(lambda: run(case, reference, candidate))  # noqa: B023
                 runs.setdefault(name, []).append(took)
+        warmed = True
         seconds = {name: statistics.median(times) for name, times in runs.items()}
-        for name, label, _run in contenders:
-            if name in seconds:
-                each = ", ".join(f"{t:.1f}" for t in runs[name])
-                print(f"  {label:<32} {seconds[name]:>8.1f} s  [{each}]  {outcomes[name]}")
-        parity = seconds["parity"]
-        for name, label in (("a", "(a)"), ("b", "(b)")):
-            if name in seconds:
-                print(f"  {label} / Parity = {seconds[name] / parity:.2f}x (target >= 2)")
-        if "c" in seconds:
-            print(f"  Parity / floor (c) = {parity / seconds['c']:.2f}x (target <= 6)")
-        if "c2" in seconds:
-            print(f"  Parity / floor (c') = {parity / seconds['c2']:.2f}x")
-        if "d" in seconds:
-            print(f"  Parity / floor (d) = {parity / seconds['d']:.2f}x")
+        for name, label, _run in chosen:
+            each = ", ".join(f"{t:.1f}" for t in runs[name])
+            print(f"  {label:<32} {seconds[name]:>8.1f} s  [{each}]  {outcomes[name]}")
+        parity = seconds.get("parity")
+        if parity:
+            for name, label in (("a", "(a)"), ("b", "(b)")):
+                if name in seconds:
+                    print(f"  {label} / Parity = {seconds[name] / parity:.2f}x")
+            for name, label in (("c", "(c)"), ("c2", "(c')"), ("d", "(d)")):
+                if name in seconds:
+                    print(f"  Parity / floor {label} = {parity / seconds[name]:.2f}x")
         if "a" in seconds and "d" in seconds:  # what an order-aware check can gain at most
             print(f"  (a) / floor (d) = {seconds['a'] / seconds['d']:.2f}x")
+        if args.profile and case != "identical":
+            print("  profile: " + profiled(spark, reference, candidate, db, expected[case]))
     shutil.rmtree(store_dir, ignore_errors=True)
     spark.stop()
     return 0

@@ -17,10 +17,12 @@ groups. On each, with and without ``output.order_by``:
   core gives on the four keys' events alone (keys are independent under ``by_key``), the
   row counts are exact, and every other event is matched.
 
-And, on the first layout in file order, a candidate with a fault in 1% of the keys per kind
-(over ``EXACT_LIMIT`` events in disagreeing keys): the single-fault keys are classified in
-SQL (``matcher.spark.shapes``), the others by the core's loop, and together they give the
-core's kinds and counts on those keys' events.
+And, on the first layout in file order, the faulty patterns of issue 31, each over
+``EXACT_LIMIT`` events in disagreeing keys, so that the chains are explained on digests
+where the data is (``matcher.spark.chains_run``) and none reaches the core's loop: a fault
+in 1% of the keys per kind; faults in every key (one lost, one extra, one altered and two
+moved events each); every row corrupted. The kinds, counts, columns and matched events
+are the core's on the same events (the faulty keys' alone, or all of them).
 """
 
 from __future__ import annotations
@@ -31,7 +33,6 @@ import re
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,6 @@ from matcher import compare
 from matcher.spark import screen as screen_module
 from matcher.spark.grouped_run import EXACT_LIMIT
 from matcher.spark.outputs import compare_on_spark
-from matcher.spark.shapes import explain_shapes
 from matcher.spec import Spec, parse_spec
 from matcher.verdict import Verdict
 
@@ -61,6 +61,11 @@ FAULTY_KEYS = [i % KEYS for i in (LOST, DUPLICATED, ALTERED, MOVED)]
 MIDDLE = ROWS // KEYS // 2
 #: the keys of the 1% case: ``k % 100`` is 0 lost, 1 duplicated, 2 altered, 3 moved
 ONE_PERCENT_KEYS = [k for k in range(KEYS) if k % 100 < 4]
+#: the ranks in its key of each fault of the every-key case (a key has ``PER_KEY`` events
+#: or one more)
+PER_KEY = ROWS // KEYS
+EVERY_KEY = {"lost": PER_KEY // 10, "moved2": PER_KEY // 5, "duplicated": 3 * PER_KEY // 10,
+             "altered": PER_KEY // 2, "moved3": 7 * PER_KEY // 10}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -173,6 +178,24 @@ def one_percent() -> Faults:
     )
 
 
+def every_key() -> Faults:
+    """In every key, one lost, one duplicated, one altered and two moved events (past the
+    key's next two and next three), at the ranks ``EVERY_KEY``."""
+    rank = F.floor(F.col("seq") / KEYS)
+    return Faults(
+        lost=rank == EVERY_KEY["lost"],
+        duplicated=rank == EVERY_KEY["duplicated"],
+        altered=rank == EVERY_KEY["altered"],
+        moved=(rank == EVERY_KEY["moved2"]) | (rank == EVERY_KEY["moved3"]),
+        moved_past=F.when(rank == EVERY_KEY["moved2"], 2).otherwise(3),
+    )
+
+
+def every_row() -> Faults:
+    """A column bug: ``v`` altered in every row."""
+    return Faults(F.lit(False), F.lit(False), F.lit(True), F.lit(False), F.lit(0))
+
+
 def faulty(spark: SparkSession, order_by: bool, faults: Faults) -> DataFrame:
     """The reference with ``faults``; ``o`` is the candidate's stream order (under
     ``order_by`` it becomes ``seq``, which the spec then ignores)."""
@@ -204,12 +227,17 @@ def outputs(session: SparkSession, data: Path) -> dict[str, Path]:
     return written
 
 
+PATTERNS = {"one_percent": one_percent, "every_key": every_key, "every_row": every_row}
+
+
 @pytest.fixture(scope="module")
-def one_percent_outputs(session: SparkSession, data: Path) -> Path:
-    """The reference and the 1% case's candidate on the first layout: ``<root>/{ref,faulty}``."""
-    root = data / "one_percent"
+def pattern_outputs(session: SparkSession, data: Path) -> Path:
+    """The reference and each pattern's candidate on the first layout:
+    ``<root>/{ref,<pattern>}``."""
+    root = data / "patterns"
     write(rows(session), LAYOUTS[0], root / "ref")
-    write(faulty(session, False, one_percent()), LAYOUTS[0], root / "faulty")
+    for name, faults in PATTERNS.items():
+        write(faulty(session, False, faults()), LAYOUTS[0], root / name)
     return root
 
 
@@ -233,13 +261,16 @@ def core_on_faulty_keys(
     spec: Spec,
     reference: Path,
     candidate: Path,
-    keys: Sequence[int] = FAULTY_KEYS,
+    keys: Sequence[int] | None = FAULTY_KEYS,
 ) -> Verdict:
-    """The core's verdict on the faulty ``keys``' events alone, read in stream order by the
-    core's own reader semantics: ``seq`` order under ``order_by``, else file then row."""
+    """The core's verdict on the faulty ``keys``' events alone (``None``: on all), read in
+    stream order by the core's own reader semantics: ``seq`` order under ``order_by``, else
+    file then row."""
     sides = []
     for path in (reference, candidate):
-        frame = session.read.parquet(str(path)).where(F.col("k").isin(list(keys)))
+        frame = session.read.parquet(str(path))
+        if keys is not None:
+            frame = frame.where(F.col("k").isin(list(keys)))
         if spec.output.order_by:
             frame = frame.orderBy("seq")
         else:  # files in name order, rows in file order
@@ -248,7 +279,7 @@ def core_on_faulty_keys(
                 F.col("_metadata.file_name").alias("f"),
                 F.col("_metadata.row_index").alias("r"),
             ).orderBy("f", "r")
-        sides.append([{c: r[c] for c in ("k", "seq", "v", "payload")} for r in frame.collect()])
+        sides.append(frame.select("k", "seq", "v", "payload").toArrow().to_pylist())
     return compare(sides[0], sides[1], spec.build_dependence(), spec.build_equality())
 
 
@@ -291,35 +322,50 @@ def test_a_faulty_candidate_gets_the_cores_kinds_and_counts(
     assert verdict.matched_count == untouched + expected.matched_count
 
 
-def test_one_percent_faults_are_classified_in_sql_as_the_core_classifies_them(
-    session: SparkSession, one_percent_outputs: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+def test_faulty_patterns_get_the_cores_counts_without_the_cores_loop(
+    session: SparkSession,
+    pattern_outputs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    pattern: str,
 ) -> None:
-    """Past ``EXACT_LIMIT`` events in disagreeing keys, the keys of one lost, duplicated,
-    altered or swapped event are classified in SQL (a spy on ``explain_shapes`` counts
-    them), the keys of an event moved past two by the core's loop: the verdict has the
-    core's kinds and counts on the faulty keys' events (4,003 keys for 100,003)."""
-    classified: list[Counter[str]] = []
+    """Past ``EXACT_LIMIT`` events in disagreeing keys, every chain is explained on digests
+    (a spy on the core's loop sees no event: no key holds a NaN), with the core's kinds,
+    counts, columns and matched events on the same events."""
+    given: list[int] = []
+    real = screen_module.match_partitions  # type: ignore[attr-defined]
 
-    def spy(*args: Any) -> Any:
-        found = explain_shapes(*args)
-        classified.append(found[0].counts)
-        return found
+    def spy(partitioned: DataFrame, *args: Any, **kwargs: Any) -> Any:
+        given.append(partitioned.count())
+        return real(partitioned, *args, **kwargs)
 
-    monkeypatch.setattr(screen_module, "explain_shapes", spy)
+    monkeypatch.setattr(screen_module, "match_partitions", spy)
     rules = spec(order_by=False)
-    reference, candidate = one_percent_outputs / "ref", one_percent_outputs / "faulty"
+    reference, candidate = pattern_outputs / "ref", pattern_outputs / pattern
     verdict = judge(session, rules, reference, candidate)
-    explained = [re.match(r"(\d+) events of 4003 groups that differ", w) for w in verdict.warnings]
+    explained = [re.match(r"(\d+) events of (\d+) groups that differ", w) for w in verdict.warnings]
     (events,) = [int(m[1]) for m in explained if m]
     assert events > EXACT_LIMIT, f"{ROWS} rows are too few for this case"
-    expected = core_on_faulty_keys(session, rules, reference, candidate, ONE_PERCENT_KEYS)
-    kinds = {"loss": 1001, "duplication": 1001, "reordering": 1000, "corruption": 1001}
-    assert dict(expected.counts) == kinds
-    assert classified == [Counter({**kinds, "reordering": 500})]
-    assert dict(verdict.counts) == kinds
-    assert dict(verdict.column_mismatches) == dict(expected.column_mismatches) == {"v": 1001}
+    assert given == [0]
+    keys = ONE_PERCENT_KEYS if pattern == "one_percent" else None
+    expected = core_on_faulty_keys(session, rules, reference, candidate, keys)
+    injected = {
+        "one_percent": {"loss": 1001, "duplication": 1001, "reordering": 1000, "corruption": 1001},
+        "every_key": {
+            "loss": KEYS,
+            "duplication": KEYS,
+            "reordering": 2 * KEYS,
+            "corruption": KEYS,
+        },
+        "every_row": {"loss": 0, "duplication": 0, "reordering": 0, "corruption": ROWS},
+    }[pattern]
+    assert dict(expected.counts) == injected
+    assert dict(verdict.counts) == injected
+    assert dict(verdict.column_mismatches) == dict(expected.column_mismatches)
+    assert dict(verdict.column_mismatches) == {"v": injected["corruption"]}
     assert (verdict.reference_count, verdict.candidate_count) == (ROWS, ROWS)
-    assert verdict.matched_count == ROWS - expected.reference_count + expected.matched_count
+    untouched = ROWS - expected.reference_count
+    assert verdict.matched_count == untouched + expected.matched_count
 
 
 def test_the_match_job_on_identical_outputs_is_equivalent(

@@ -16,8 +16,9 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from matcher.dependence import by_key
+from matcher.dependence import by_key, typed
 from matcher.equality import Equality
+from matcher.errors import InputError
 from matcher.spark import compare_dataframes, ordering, read_stream
 from matcher.spark.schema import ORD, POS
 
@@ -155,3 +156,19 @@ def test_an_order_column_retyped_between_the_sides_ranks_each_side_by_its_own_or
             ignore_seq,
         ).counts
     )
+
+
+def test_an_undeclared_type_under_order_by_names_its_position(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    taxi = typed("kind", {"taxi": ["taxi_id"]}, [("taxi", "taxi")])
+    rows = [("taxi", 1, 3), ("bus", 2, 1), ("taxi", 1, 2)]
+    frame = spark.createDataFrame(rows, "kind string, taxi_id long, seq long")
+    frame.write.parquet(str(tmp_path / "out"))
+    streams = [
+        read_stream(spark, str(tmp_path / "out"), format="parquet", order_by=["seq"])
+        for _ in range(2)
+    ]
+    # ordered by seq, the bus is the first event
+    with pytest.raises(InputError, match=r"^reference event #0: .* 'bus' is not declared"):
+        compare_dataframes(*streams, taxi)

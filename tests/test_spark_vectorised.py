@@ -1,12 +1,11 @@
-"""Disagreeing keys of simple shape, classified in SQL (``matcher.spark.shapes``), against the
-core.
+"""Disagreeing ``by_key`` chains explained on digests where the data is
+(``matcher.spark.chains_run``), against the core.
 
-The shapes replace the core's loop only past ``screen.EXACT_LIMIT`` events in disagreeing
-groups; these tests set it to 0 so that small streams take the SQL classification, and
-compare the verdict with ``matcher.compare`` on the same events: counts per kind and
-column, matched events and every witness field. A spy on the core's loop
-(``screen.match_partitions``) counts the events it was still given, so a fixed case per
-kind also proves the SQL classified it.
+That path replaces the core's loop only past ``screen.EXACT_LIMIT`` events in disagreeing
+groups; these tests set it to 0 so that small streams take it, and compare the verdict
+with ``matcher.compare`` on the same events: counts per kind and column, matched events
+and every witness field. A spy on the core's loop (``screen.match_partitions``) counts the
+events it was still given, so a fixed case per kind also proves the digests explained it.
 """
 
 from __future__ import annotations
@@ -98,7 +97,7 @@ def fault(reference: list[Event], kind: str, at: int) -> list[Event]:
 
 @pytest.mark.parametrize("kind", ["loss", "duplication", "corruption", "reordering"])
 @pytest.mark.parametrize("at", [0, 9, 21])
-def test_a_single_fault_is_classified_in_sql_as_the_core_does(
+def test_a_single_fault_is_explained_on_digests_as_the_core_does(
     spark: SparkSession, loop_events: list[int], kind: str, at: int
 ) -> None:
     reference = reference_stream()
@@ -123,7 +122,7 @@ def test_every_kind_at_once_in_different_keys(spark: SparkSession, loop_events: 
     assert loop_events == [0]
 
 
-def test_a_key_with_two_faults_goes_to_the_core_loop(
+def test_a_key_with_two_faults_is_explained_where_the_data_is(
     spark: SparkSession, loop_events: list[int]
 ) -> None:
     reference = reference_stream()
@@ -131,7 +130,7 @@ def test_a_key_with_two_faults_goes_to_the_core_loop(
     got, expected = on_both(spark, reference, candidate, Equality())
     assert summary(got) == summary(expected)
     assert dict(got.counts) == {**ZERO, "loss": 1, "corruption": 1}
-    assert loop_events == [9]  # key 0 from its first difference: 5 reference, 4 candidate
+    assert loop_events == [0]  # the chain's digests, not the core's loop over events
 
 
 def test_a_nan_that_equals_nothing_goes_to_the_core_loop(

@@ -25,6 +25,12 @@ two different sequences whose 128 bits of XORs agree (one in 2^128 per group).
 Screening needs every compared column to be exact: a tolerance cannot be hashed, so an
 equality with tolerances, and forms with barriers or one positional chain (``ordered``),
 take the full plan directly.
+
+The groups that disagree are explained by the core's loop when they are few
+(``EXACT_LIMIT`` events); beyond, the chains of ``by_key`` are explained on the same
+digests where the data is (``chain_events`` and ``matcher.spark.chains_run``: one more
+shuffle, of those groups' events, and a few rows back), whatever the faults look like.
+The digests' SQL is ``matcher.spark.digests``.
 """
 
 from __future__ import annotations
@@ -32,21 +38,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation, Row
+from pyspark.sql import Column, DataFrame, Observation, Row
 from pyspark.sql import functions as F
-from pyspark.sql.types import (
-    ArrayType,
-    DoubleType,
-    FloatType,
-    MapType,
-    StructField,
-    StructType,
-)
 
 from matcher.dependence import Dependence
-from matcher.equality import Equality
 from matcher.errors import InputError
-from matcher.spark.equality_sql import canonical_value, compared_fields, ident, is_nan
+from matcher.spark.chains_run import (
+    COLUMNS,
+    TALLY_SCHEMA,
+    chain_counter,
+    explain_chosen,
+    read_tally,
+)
+from matcher.spark.digests import (
+    DIGEST,
+    GH,
+    GH2,
+    NAN,
+    SALT,
+    column_digests,
+    digest_columns,
+    group_hashes,
+)
+from matcher.spark.equality_sql import compared_fields, ident
 from matcher.spark.grouped_run import EXACT_LIMIT, Outcome
 from matcher.spark.grouped_sql import (
     GROUP,
@@ -59,16 +73,14 @@ from matcher.spark.grouped_sql import (
 from matcher.spark.per_partition import match_partitions
 from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import ORD, POS, Streams, column
-from matcher.spark.shapes import PREFIX, SHAPE, Q, explain_shapes, shapes_apply, with_shapes
 
-_H1, _NAN, _RANK, _KIND = "__p_h1", "__p_nan", "__p_rank", "__p_kind"
+_H1, _NAN, _RANK, _KIND = DIGEST, NAN, "__p_rank", "__p_kind"
 _PAIR_OK, _CUT = "__p_pair_ok", "__p_cut"
 #: an event of a pair before its chain's cut (all matched)
 _BEFORE = f"{_RANK} < {_CUT}"
 _BAD, _BAD2 = "__p_bad_h", "__p_bad_h2"
-_GH, _GH2 = "__p_gh", "__p_gh2"
-#: hashed in first, a second seed: for the group's second hash and the second XOR
-_SALT = "'parity-screen'"
+_GH, _GH2 = GH, GH2
+_SALT = SALT
 #: groups that disagree are joined back by broadcast up to this many
 BROADCAST_GROUPS = 2_000_000
 
@@ -97,39 +109,6 @@ def screenable(plan: GroupedPlan) -> bool:
         return False
     compared = {f.name for f in compared_fields(plan.fields, plan.equality)}
     return not (compared & set(plan.equality.tolerance))
-
-
-def digest_columns(fields: tuple[StructField, ...], equality: Equality) -> list[str]:
-    """SQL for an event's digest and its NaN flag (a NaN equals nothing when
-    ``nan_equal`` is off, so its group always goes to the full plan)."""
-    compared = compared_fields(fields, equality)
-    values = [_hashable(ident(f.name), f, equality) for f in compared]
-    nulls = [f"{ident(f.name)} IS NULL" for f in compared]
-    inputs = ", ".join([*values, *nulls]) or "0"
-    if equality.nan_equal:
-        nan = "FALSE"
-    else:
-        nan = " OR ".join(is_nan(ident(f.name), f.dataType) for f in compared) or "FALSE"
-    return [f"xxhash64({inputs}) AS {_H1}", f"{nan} AS {_NAN}"]
-
-
-def _hashable(expr: str, field: StructField, equality: Equality) -> str:
-    """The canonical value of a column, as ``xxhash64`` should see it.
-
-    A top-level float stays a number, NaN and -0.0 folded (``xxhash64`` hashes a double's
-    bits, and every NaN has the same bits once folded): cheaper than the text that
-    ``canonical_value`` makes of it for grouping. A nested value is JSON text: ``xxhash64``
-    skips null elements and fields, so ``[null, 1]`` and ``[1, null]`` would hash alike."""
-    dtype = field.dataType
-    if isinstance(dtype, (DoubleType, FloatType)):
-        zero = "CAST(0 AS FLOAT)" if isinstance(dtype, FloatType) else "0.0D"
-        nan = "CAST('NaN' AS FLOAT)" if isinstance(dtype, FloatType) else "CAST('NaN' AS DOUBLE)"
-        return f"(CASE WHEN isnan({expr}) THEN {nan} WHEN {expr} = 0 THEN {zero} ELSE {expr} END)"
-    canonical = canonical_value(expr, field, equality)
-    nested = isinstance(dtype, (ArrayType, MapType, StructType))
-    if nested and not canonical.startswith("to_json("):  # ``key_value`` may have made it JSON
-        return f"to_json({canonical})"
-    return canonical
 
 
 def screening_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> DataFrame:
@@ -173,14 +152,6 @@ def screening_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame
     per_group = ranked.groupBy(_GH, _GH2).agg(*[F.expr(a) for a in aggregates])
     ok = "nr = nc AND r1 <=> c1 AND r2 <=> c2 AND NOT nan"
     return per_group.selectExpr("*", f"{ok} AS ok")
-
-
-def group_hashes() -> list[str]:
-    """SQL for the group's two 64-bit hashes. Two groups with the same 128 bits would be
-    screened as one (about one chance in 2^64 for a billion groups): their events would
-    be ranked together, and since the digests hash the key's values too, the merged group
-    agrees only if each of them does."""
-    return [f"xxhash64({GROUP}) AS {_GH}", f"xxhash64({_SALT}, {GROUP}) AS {_GH2}"]
 
 
 def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Screen:
@@ -229,19 +200,26 @@ def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Scr
 def _position(reference: DataFrame, candidate: DataFrame, found: Row) -> int:
     """The dense position of the event ``found`` names by its order and side."""
     stream = (reference, candidate)[found[1]]
-    row = stream.where(F.col(ORD) == F.lit(found[0])).select(POS).limit(1).collect()
-    return int(row[0][0]) if row else int(found[0])
+    order = _literal(found[0]).cast(stream.schema[ORD].dataType)
+    row = stream.where(F.col(ORD).eqNullSafe(order)).select(POS).limit(1).collect()
+    if row:
+        return int(row[0][0])
+    return int(found[0]) if isinstance(found[0], int) else -1
+
+
+def _literal(value: object) -> Column:
+    """``value`` as a literal column; an order under ``order_by`` is a struct
+    (``matcher.spark.ordering``), which ``F.lit`` does not take."""
+    if isinstance(value, Row):
+        return F.struct(*[_literal(v).alias(k) for k, v in value.asDict().items()])
+    return F.lit(value)
 
 
 def restrict(union: DataFrame, screened: Screen) -> DataFrame:
     """The events of the groups that disagree (a semi-join on the group's hashes, by
     broadcast when they fit)."""
-    bad = screened.bad.select(F.col(_GH).alias(_BAD), F.col(_GH2).alias(_BAD2))
-    if screened.n_bad <= BROADCAST_GROUPS:
-        bad = F.broadcast(bad)
     hashed = union.selectExpr("*", *group_hashes())
-    on = (F.col(_GH) == F.col(_BAD)) & (F.col(_GH2) == F.col(_BAD2))
-    return hashed.join(bad, on, "left_semi").drop(_GH, _GH2)
+    return _in_groups(hashed, screened.bad, screened.n_bad).drop(_GH, _GH2)
 
 
 def without_agreeing_prefix(grouped: DataFrame, plan: GroupedPlan) -> tuple[DataFrame, Observation]:
@@ -264,17 +242,6 @@ def without_agreeing_prefix(grouped: DataFrame, plan: GroupedPlan) -> tuple[Data
     return kept.drop(_H1, _NAN, _RANK, _PAIR_OK, _CUT), observation
 
 
-def from_cut_with_digests(grouped: DataFrame, plan: GroupedPlan) -> DataFrame:
-    """``without_agreeing_prefix`` for ``matcher.spark.shapes``: each event with its digest,
-    NaN flag, rank from the cut (``Q``) and the chain's pairs before the cut (``PREFIX``),
-    which ``explain_shapes`` counts from the cached events rather than by an observation."""
-    cut = _cut(grouped, plan)
-    kept = cut.where(f"NOT ({_BEFORE})").selectExpr(
-        "*", f"{_RANK} - greatest({_CUT}, 1) AS {Q}", f"greatest({_CUT} - 1, 0) AS {PREFIX}"
-    )
-    return kept.drop(_RANK, _PAIR_OK, _CUT)
-
-
 def _cut(grouped: DataFrame, plan: GroupedPlan) -> DataFrame:
     """``grouped`` with each event's digest, NaN flag and rank in its chain, and its chain's
     cut: the first rank whose pair differs (0: none)."""
@@ -291,37 +258,78 @@ def _cut(grouped: DataFrame, plan: GroupedPlan) -> DataFrame:
     return paired.selectExpr("*", f"coalesce({first_bad}, 0) AS {_CUT}")
 
 
+def chains_apply(plan: GroupedPlan) -> bool:
+    """Whether ``matcher.spark.chains`` is the core's account: chains by key, nothing else."""
+    layout = plan.layout
+    return bool(layout.chain and layout.key) and not (
+        layout.typed or layout.has_barriers or layout.positional
+    )
+
+
+def chain_events(
+    plan: GroupedPlan, reference: DataFrame, candidate: DataFrame, screened: Screen
+) -> DataFrame:
+    """The small values of every event of the groups that disagree (``chains_run``'s
+    input): group hashes, side, position, digest, NaN flag and one digest per compared
+    column, partitioned by group and sorted by (group, position, side)."""
+    columns = column_digests(plan.fields, plan.equality)
+    small = tagged_union(plan, reference, candidate).selectExpr(
+        *[ident(name) for name in plan.names],
+        *group_hashes(),
+        SIDE,
+        POS,
+        *digest_columns(plan.fields, plan.equality),
+        f"{columns} AS {COLUMNS}",
+    )
+    kept = _in_groups(small, screened.bad, screened.n_bad)
+    return kept.repartition(_GH).sortWithinPartitions(_GH, _GH2, POS, SIDE)
+
+
+def _in_groups(hashed: DataFrame, groups: DataFrame, n_groups: int) -> DataFrame:
+    """The rows of ``hashed`` whose group hashes are among ``groups``' (by broadcast when
+    they fit)."""
+    wanted = groups.select(F.col(_GH).alias(_BAD), F.col(_GH2).alias(_BAD2))
+    if n_groups <= BROADCAST_GROUPS:
+        wanted = F.broadcast(wanted)
+    on = (F.col(_GH) == F.col(_BAD)) & (F.col(_GH2) == F.col(_BAD2))
+    return hashed.join(wanted, on, "left_semi")
+
+
+def _groups_frame(union: DataFrame, groups: list[tuple[int, int]]) -> DataFrame:
+    return union.sparkSession.createDataFrame(groups, f"{_GH} long, {_GH2} long")
+
+
 def run_screened(
     streams: Streams, plan: GroupedPlan, dependence: Dependence, limit: int
 ) -> Outcome:
-    """Screen, then match the groups that disagree with the core's loop, partitioned by
-    group (``matcher.spark.per_partition``): they hold every event the core leaves unmatched.
+    """Screen, then explain the groups that disagree.
 
-    Up to ``EXACT_LIMIT`` events in those groups, what the loops leave is explained on the
-    driver, all together, as the core explains it; beyond, each partition explains its own
-    and the verdict warns (an event whose key changed then reads as a loss and a
-    duplication, not as a corruption of its key). Beyond, too, the keys of ``by_key`` whose
-    difference has a simple shape (one lost, extra, altered or swapped event) are
-    classified in SQL (``matcher.spark.shapes``) and only the others reach the loop."""
+    Up to ``EXACT_LIMIT`` events in those groups, the core's loop matches them,
+    partitioned by group (``matcher.spark.per_partition``), and what it leaves is explained
+    on the driver, all together, as the core explains it. Beyond, chains by key are
+    explained on digests where the data is (``run_chains``), and the core's loop takes
+    only their keys with a NaN; other forms are explained partition by partition, and the
+    verdict warns (an event whose key changed then reads as a loss and a duplication, not
+    as a corruption of its key)."""
     screened = screen(plan, streams.reference, streams.candidate)
-    cached: list[DataFrame] = []
     try:
         stats = SideStats(screened.rows, screened.keys, (0, 0))
         if screened.n_bad == 0:
             return Outcome(True, screened.rows[0], stats, Findings())
+        here = screened.bad_events > EXACT_LIMIT
+        warnings: tuple[str, ...] = ()
+        if here:
+            warnings = (
+                f"{screened.bad_events} events of {screened.n_bad} groups that differ were "
+                "explained partition by partition: an event whose key changed reads as a "
+                "loss and a duplication",
+            )
+        if here and chains_apply(plan):
+            return run_chains(streams, plan, dependence, limit, screened, stats, warnings)
         union = tagged_union(plan, streams.reference, streams.candidate)
         grouped = restrict(union, screened).repartition(GROUP)
         prefix = None
-        here = screened.bad_events > EXACT_LIMIT
-        simple, matched = None, screened.agreed
-        if here and shapes_apply(plan):
-            grouped = with_shapes(from_cut_with_digests(grouped, plan), _H1, _NAN, screened.rows)
-            grouped = grouped.persist(StorageLevel.MEMORY_AND_DISK)
-            cached.append(grouped)
-            simple, before = explain_shapes(grouped, plan, dependence, screened.rows, limit)
-            grouped = grouped.where(f"{SHAPE} IS NULL")
-            matched += before
-        elif plan.layout.chain and not plan.layout.typed:
+        if plan.layout.chain and not plan.layout.typed:
             grouped, prefix = without_agreeing_prefix(grouped, plan)
         partitioned = grouped.select(*[column(c) for c in plan.names], POS, SIDE)
         results = match_partitions(
@@ -331,19 +339,12 @@ def run_screened(
             plan.names,
             (screened.rows, limit) if here else None,
         )
-        matched += results.total("matched")
+        matched = screened.agreed + results.total("matched")
         if prefix is not None:
             matched += prefix.get.get("matched") or 0
         if here:
-            warning = (
-                f"{screened.bad_events} events of {screened.n_bad} groups that differ were "
-                "explained partition by partition: an event whose key changed reads as a "
-                "loss and a duplication"
-            )
             findings = results.findings
-            if simple is not None:
-                findings = findings.merge(simple, limit)
-            return Outcome(not findings.counts, matched, stats, findings, (warning,))
+            return Outcome(not findings.counts, matched, stats, findings, warnings)
         if not results.events and not results.settled:
             return Outcome(True, matched, stats, Findings())
         found, _ = explain(
@@ -352,5 +353,42 @@ def run_screened(
         return Outcome(False, matched, stats, findings_of(found, limit))
     finally:
         screened.release()
-        for df in cached:
-            df.unpersist()
+
+
+def run_chains(
+    streams: Streams,
+    plan: GroupedPlan,
+    dependence: Dependence,
+    limit: int,
+    screened: Screen,
+    stats: SideStats,
+    warnings: tuple[str, ...],
+) -> Outcome:
+    """The disagreeing chains explained on digests by ``matcher.spark.chains_run`` (one job,
+    which also sends back the events of the keys that hold the earliest divergences), the
+    keys with a NaN by the core's loop, and the witnesses by the core's classifier from
+    the chosen keys' events."""
+    equality = plan.equality
+    fast = equality.is_plain or equality.exact_but_ignored
+    events = chain_events(plan, streams.reference, streams.candidate, screened)
+    counter = chain_counter(screened.rows, fast, limit, plan.names)
+    table = events.mapInArrow(counter, TALLY_SCHEMA).toArrow()
+    tally = read_tally(table, [f.name for f in compared_fields(plan.fields, equality)], limit)
+    union = tagged_union(plan, streams.reference, streams.candidate)
+    hashed = union.selectExpr("*", *group_hashes())
+    if tally.nan:
+        with_nan = _in_groups(hashed, _groups_frame(union, tally.nan), len(tally.nan))
+    else:
+        with_nan = hashed.where("FALSE")
+    partitioned = with_nan.repartition(GROUP).select(*[column(c) for c in plan.names], POS, SIDE)
+    results = match_partitions(
+        partitioned.sortWithinPartitions(POS, SIDE),
+        dependence,
+        equality,
+        plan.names,
+        (screened.rows, limit),
+    )
+    witnesses = explain_chosen(tally.chosen, dependence, equality, screened.rows, limit)
+    findings = Findings(tuple(witnesses), tally.kinds, tally.columns).merge(results.findings, limit)
+    matched = screened.agreed + tally.matched + results.total("matched")
+    return Outcome(not findings.counts, matched, stats, findings, warnings)

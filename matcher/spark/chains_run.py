@@ -1,0 +1,334 @@
+"""Disagreeing ``by_key`` chains explained where the data is: a ``mapInArrow`` over digests.
+
+Screening (``matcher.spark.screen``) leaves the groups (keys) whose two sides disagree.
+Their events go through one shuffle by group, sorted by (group, position, side): the
+core's interleaving within each key, each event with small values beside its columns
+(the group's two 64-bit hashes, side, stream position, canonical digest, NaN flag, one
+digest per compared column). ``chain_counter`` reads a partition's small values as numpy
+arrays, splits it into keys, and gives each key to ``matcher.spark.chains.explain_key``
+(the core's online loop, resynchronisation, classification and merging of moves, on
+integers); the events themselves are turned into Python values only for the few keys
+kept for witnesses. A partition sends back a few rows, whatever the number of faults:
+
+* the counts by kind, and by column for corruptions (the pairs' column digests compared
+  in one vectorised step per batch), and the pairs matched;
+* per placement (``chains.EXACT``/``CHEAP``: which one the core's classification used
+  depends on all keys together), the ``limit`` keys whose earliest divergence comes
+  first, with their events: a key holding one of the earliest ``limit`` divergences is
+  among the ``limit`` keys whose earliest divergence comes first;
+* the keys holding a NaN that equals nothing (digests cannot say what it matches): the
+  core's loop takes those (``matcher.spark.per_partition``).
+
+The witnesses are the core's own: on the driver, ``explain_chosen`` runs the same online
+loop over the chosen keys' events, classifies the settled chunks and the leftovers with
+the core's ``Classifier`` on the real events, then ``merge_moves``, as
+``StreamMatcher.finish`` does. Those keys are classified together, so a witness's
+placement and reordering partner follow those keys' matched pairs, not all keys' (the
+core's ``MAX_ORDER_CHECK``), as ``matcher.spark.result`` already says of the
+partition-by-partition path. Counts never depend on it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from matcher.classify import Classifier, merge_moves
+from matcher.dependence import Dependence
+from matcher.equality import Equality, Event
+from matcher.pools import Entry
+from matcher.spark.chains import CORRUPTION, explain_key, run_online
+from matcher.spark.digests import DIGEST, GH, GH2, NAN
+from matcher.spark.events import arrow_events, dumps, loads
+from matcher.verdict import Divergence
+
+#: the columns ``chain_counter`` reads besides ``matcher.spark.digests``'
+SIDE, POS, COLUMNS = "__p_side", "__pos", "__p_cols"
+TALLY_SCHEMA = "tag string, n long, a long, b long, gh long, gh2 long, blob binary"
+_TALLY = pa.schema(
+    [
+        ("tag", pa.string()),
+        ("n", pa.int64()),
+        ("a", pa.int64()),
+        ("b", pa.int64()),
+        ("gh", pa.int64()),
+        ("gh2", pa.int64()),
+        ("blob", pa.binary()),
+    ]
+)
+Group = tuple[int, int]
+#: an event for the driver: its position, side, digest and the event
+Tagged = tuple[int, int, int, Event]
+_SMALL = (GH, GH2, SIDE, POS, DIGEST, NAN)
+
+
+@dataclass(slots=True)
+class _Part:
+    """Rows of one partition, whole keys but perhaps the last: the small values as numpy
+    arrays, the rows themselves (for the events of the keys kept for witnesses)."""
+
+    small: tuple[np.ndarray, ...]  # ``_SMALL``, in that order
+    columns: np.ndarray  # (rows, compared columns) of column digests
+    rows: pa.Table
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch) -> _Part:
+        small = tuple(batch.column(n).to_numpy(zero_copy_only=False) for n in _SMALL)
+        lists = batch.column(COLUMNS)
+        width = len(lists[0]) if len(lists) else 0
+        flat = lists.flatten().to_numpy(zero_copy_only=False)
+        return cls(small, flat.reshape(len(batch), width), pa.Table.from_batches([batch]))
+
+    def __len__(self) -> int:
+        return len(self.small[0])
+
+    def cut(self, start: int, end: int) -> _Part:
+        small = tuple(a[start:end] for a in self.small)
+        return _Part(small, self.columns[start:end], self.rows.slice(start, end - start))
+
+    def then(self, other: _Part) -> _Part:
+        small = tuple(np.concatenate([a, b]) for a, b in zip(self.small, other.small, strict=True))
+        columns = np.concatenate([self.columns, other.columns])
+        return _Part(small, columns, pa.concat_tables([self.rows, other.rows]))
+
+    def starts(self) -> np.ndarray:
+        """Where each key begins, and the length at the end."""
+        gh, gh2 = self.small[0], self.small[1]
+        change = (gh[1:] != gh[:-1]) | (gh2[1:] != gh2[:-1])
+        return np.concatenate([[0], np.flatnonzero(change) + 1, [len(self)]])
+
+
+@dataclass(slots=True)
+class _Firsts:
+    """The ``limit`` keys whose earliest divergence comes first under one placement, as a
+    heap (the latest on top), with each key's events while any heap holds it."""
+
+    limit: int
+    heap: list[tuple[int, int, int, int]] = field(default_factory=list)
+
+    def offer(self, first: tuple[int, int], group: Group) -> tuple[bool, Group | None]:
+        """Whether ``group`` is kept, and the group it pushed out, if any."""
+        entry = (-first[0], -first[1], *group)
+        if not self.limit:
+            return False, None
+        if len(self.heap) < self.limit:
+            heapq.heappush(self.heap, entry)
+            return True, None
+        if entry <= self.heap[0]:
+            return False, None
+        out = heapq.heapreplace(self.heap, entry)
+        return True, (out[2], out[3])
+
+    def entries(self) -> Iterator[tuple[int, int, int, int]]:
+        return ((-a, -b, gh, gh2) for a, b, gh, gh2 in self.heap)
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What a partition sends back (see the module docstring)."""
+
+    lengths: Sequence[int]
+    fast: bool
+    names: list[str]
+    limit: int
+    kinds: Counter[str] = field(default_factory=Counter)
+    columns: np.ndarray | None = None
+    matched: int = 0
+    firsts: tuple[_Firsts, _Firsts] = (_Firsts(0), _Firsts(0))
+    events: dict[Group, tuple[int, list[Tagged]]] = field(default_factory=dict)
+    nan: list[Group] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.firsts = (_Firsts(self.limit), _Firsts(self.limit))
+
+    def add(self, part: _Part) -> None:
+        """Explain every key of ``part``."""
+        gh_array, gh2_array, side_array, pos_array, digest_array, nan_array = part.small
+        starts = part.starts()
+        ref_rows, cand_rows = np.flatnonzero(side_array == 0), np.flatnonzero(side_array == 1)
+        ref_at = np.searchsorted(ref_rows, starts).tolist()
+        cand_at = np.searchsorted(cand_rows, starts).tolist()
+        sides, nan = side_array.tolist(), nan_array.tolist()
+        gh, gh2 = gh_array.tolist(), gh2_array.tolist()
+        dr, pr = digest_array[ref_rows].tolist(), pos_array[ref_rows].tolist()
+        dc, pc = digest_array[cand_rows].tolist(), pos_array[cand_rows].tolist()
+        corrupted: tuple[list[int], list[int]] = ([], [])
+        bounds = starts.tolist()
+        for g in range(len(bounds) - 1):
+            start, end = bounds[g], bounds[g + 1]
+            group = (gh[start], gh2[start])
+            if any(nan[start:end]):
+                self.nan.append(group)
+                continue
+            r0, r1, c0, c1 = ref_at[g], ref_at[g + 1], cand_at[g], cand_at[g + 1]
+            outcome = explain_key(
+                sides[start:end], (dr[r0:r1], dc[c0:c1]), (pr[r0:r1], pc[c0:c1]), self.lengths,
+                self.fast,
+            )  # fmt: skip
+            self.matched += outcome.matched
+            for d in outcome.divs[0]:
+                self.kinds[d.kind] += 1
+                if d.kind == CORRUPTION:
+                    corrupted[0].append(r0 + d.ref_rank)
+                    corrupted[1].append(c0 + d.cand_rank)
+            for mode in (0, 1):
+                if outcome.divs[mode]:
+                    first = min(d.sort_key(mode) for d in outcome.divs[mode])
+                    self._offer(mode, first, group, part, start, end)
+        if corrupted[0]:
+            a = part.columns[ref_rows[np.array(corrupted[0])]]
+            b = part.columns[cand_rows[np.array(corrupted[1])]]
+            differ = (a != b).sum(axis=0)
+            self.columns = differ if self.columns is None else self.columns + differ
+
+    def _offer(
+        self, mode: int, first: tuple[int, int], group: Group, part: _Part, start: int, end: int
+    ) -> None:
+        """Keep ``group``'s events while one of the heaps holds it."""
+        kept, out = self.firsts[mode].offer(first, group)
+        if out is not None:
+            holders, events = self.events[out]
+            if holders == 1:
+                del self.events[out]
+            else:
+                self.events[out] = (holders - 1, events)
+        if not kept:
+            return
+        if group in self.events:
+            holders, events = self.events[group]
+            self.events[group] = (holders + 1, events)
+            return
+        rows = part.rows.slice(start, end - start)
+        tags = zip(*(rows.column(n).to_pylist() for n in (POS, SIDE, DIGEST)), strict=True)
+        events = [
+            (p, s, h, e) for (p, s, h), e in zip(tags, arrow_events(rows, self.names), strict=True)
+        ]
+        self.events[group] = (1, events)
+
+    def rows(self) -> pa.RecordBatch:
+        out: list[dict[str, Any]] = [{"tag": "matched", "n": self.matched}]
+        out.extend({"tag": kind, "n": n} for kind, n in self.kinds.items())
+        if self.columns is not None:
+            out.extend(
+                {"tag": "column", "n": int(n), "a": i} for i, n in enumerate(self.columns) if n
+            )
+        for mode in (0, 1):
+            for pos, ref, gh, gh2 in self.firsts[mode].entries():
+                out.append({"tag": f"first{mode}", "a": pos, "b": ref, "gh": gh, "gh2": gh2})
+        for (gh, gh2), (_, events) in self.events.items():
+            out.extend({"tag": "event", "gh": gh, "gh2": gh2, "blob": dumps(t)} for t in events)
+        out.extend({"tag": "nan", "gh": gh, "gh2": gh2} for gh, gh2 in self.nan)
+        return pa.RecordBatch.from_pylist(out, schema=_TALLY)
+
+
+def chain_counter(
+    lengths: Sequence[int], fast: bool, limit: int, names: Sequence[str]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function over a partition sorted by (group, position, side);
+    ``fast``: whether ``matcher.compare`` takes its fast path for this equality
+    (``matcher.spark.chains.run_online``); ``names``: the events' columns."""
+    columns = list(names)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tally = _Tally(lengths, fast, columns, limit)
+        carry: _Part | None = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            part = _Part.of(batch)
+            if carry is not None:
+                part = carry.then(part)
+            last = int(part.starts()[-2])  # the last key may go on in the next batch
+            if last:
+                tally.add(part.cut(0, last))
+            carry = part.cut(last, len(part))
+        if carry is not None:
+            tally.add(carry)
+        yield tally.rows()
+
+    return run
+
+
+@dataclass(frozen=True, slots=True)
+class ChainTally:
+    """The partitions' rows summed: counts by kind and column, pairs matched, the events
+    of the keys that hold the earliest divergences, and the keys the core's loop must take."""
+
+    kinds: Counter[str]
+    columns: Counter[str]
+    matched: int
+    chosen: dict[Group, list[Tagged]]
+    nan: list[Group]
+
+
+def read_tally(table: pa.Table, names: Sequence[str], limit: int) -> ChainTally:
+    """Sum the partitions' rows (``names``: the compared columns, by index)."""
+    kinds: Counter[str] = Counter()
+    columns: Counter[str] = Counter()
+    matched = 0
+    firsts: tuple[list[tuple[int, int, int, int]], list[tuple[int, int, int, int]]] = ([], [])
+    events: dict[Group, list[bytes]] = {}
+    nan: list[Group] = []
+    values = [table.column(c).to_pylist() for c in ("tag", "n", "a", "b", "gh", "gh2", "blob")]
+    for tag, n, a, b, gh, gh2, blob in zip(*values, strict=True):
+        if tag == "matched":
+            matched += n
+        elif tag == "column":
+            columns[names[a]] += n
+        elif tag.startswith("first"):
+            firsts[int(tag[-1])].append((a, b, gh, gh2))
+        elif tag == "event":
+            events.setdefault((gh, gh2), []).append(blob)
+        elif tag == "nan":
+            nan.append((gh, gh2))
+        else:
+            kinds[tag] += n
+    chosen = {(gh, gh2) for mode in firsts for _, _, gh, gh2 in heapq.nsmallest(limit, mode)}
+    kept = {group: [loads(blob) for blob in events[group]] for group in sorted(chosen)}
+    return ChainTally(kinds, columns, matched, kept, nan)
+
+
+def explain_chosen(
+    groups: dict[Group, list[Tagged]],
+    dependence: Dependence,
+    equality: Equality,
+    lengths: Sequence[int],
+    limit: int,
+) -> list[Divergence]:
+    """The earliest ``limit`` divergences of the chosen keys, from their events
+    ``(position, side, digest, event)``, as ``StreamMatcher`` finds them."""
+    fast = equality.is_plain or equality.exact_but_ignored
+    classifier = Classifier(dependence, equality, list(lengths))
+    early: list[Divergence] = []
+    left: tuple[list[Entry], list[Entry]] = ([], [])
+    for key_events in groups.values():
+        key_events.sort(key=lambda t: (t[0], t[1]))
+        entries: tuple[list[Entry], list[Entry]] = ([], [])
+        digests: tuple[list[int], list[int]] = ([], [])
+        order = []
+        for pos, side, digest, event in key_events:
+            order.append((side, len(entries[side])))
+            entries[side].append(Entry(pos, event, None))
+            digests[side].append(digest)
+        online = run_online(order, digests, fast)
+        for ref, cand in online.settled:
+            early.extend(
+                classifier.classify([entries[0][i] for i in ref], [entries[1][j] for j in cand])
+            )
+        for side in (0, 1):
+            left[side].extend(entries[side][i] for i in online.left[side])
+    final = classifier.classify(*(sorted(entries, key=_pos) for entries in left))
+    found = sorted([*early, *final], key=Divergence.sort_key)
+    if early:
+        found = merge_moves(found, dependence, equality)
+    return found[:limit]
+
+
+def _pos(entry: Entry) -> int:
+    return entry.pos

@@ -1,0 +1,153 @@
+"""The per-key work on digests (``matcher.spark.chains``) against the core, without Spark.
+
+Hypothesis draws chains of several keys over few values (so equal events and repeated
+values are common), long enough that diverged keys pass ``RESYNC_START`` and
+resynchronise, and applies a mix of faults (loss, extra, alteration, moves near and far,
+swaps, duplicated values, a whole stretch altered). Each key's events, as digests (one
+integer per distinct canonical event), go through ``explain_key``; summed over keys, the
+counts by kind and by column, the matched pairs and every divergence's kind and
+positions must be ``matcher.compare``'s on the same events. This is the proof of the
+method; ``tests/test_spark_chains_spark.py`` proves the Spark plan around it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from matcher import Equality, compare
+from matcher.classify import MAX_ORDER_CHECK
+from matcher.dependence import by_key
+from matcher.spark.chains import CHEAP, CORRUPTION, EXACT, explain_key
+from matcher.verdict import Verdict
+
+Event = dict[str, Any]
+BY_KEY = by_key("k")
+COLUMNS = ("k", "v", "s")
+
+
+def on_digests(
+    reference: Sequence[Event], candidate: Sequence[Event], equality: Equality
+) -> tuple[Counter[str], Counter[str], int, list[tuple[str, int, int]]]:
+    """Counts by kind and column, matched pairs and every divergence ``(kind, reference
+    position, candidate position)``, from ``explain_key`` on each key's digests."""
+    ids: dict[Any, int] = {}
+    keys: dict[Any, list[tuple[int, int, Event]]] = {}
+    for side, stream in enumerate((reference, candidate)):
+        for pos, event in enumerate(stream):
+            keys.setdefault(event["k"], []).append((pos, side, event))
+    lengths = (len(reference), len(candidate))
+    fast = equality.is_plain or equality.exact_but_ignored
+    kinds: Counter[str] = Counter()
+    columns: Counter[str] = Counter()
+    matched = pairs = 0
+    outcomes = []
+    for events in keys.values():
+        events.sort(key=lambda t: (t[0], t[1]))
+        per_side: tuple[list[Event], list[Event]] = ([], [])
+        digests: tuple[list[int], list[int]] = ([], [])
+        positions: tuple[list[int], list[int]] = ([], [])
+        for pos, side, event in events:
+            canonical = equality.canonical(event)
+            digests[side].append(ids.setdefault(canonical, len(ids)))
+            positions[side].append(pos)
+            per_side[side].append(event)
+        sides = [side for _, side, _ in events]
+        outcome = explain_key(sides, digests, positions, lengths, fast)
+        matched += outcome.matched
+        pairs += outcome.pairs
+        outcomes.append(outcome)
+        for d in outcome.divs[EXACT]:
+            kinds[d.kind] += 1
+            if d.kind == CORRUPTION:
+                a, b = per_side[0][d.ref_rank], per_side[1][d.cand_rank]
+                columns.update(equality.differing_columns(a, b))
+    mode = EXACT if pairs <= MAX_ORDER_CHECK else CHEAP
+    found = [(d.kind, *d.at[mode]) for o in outcomes for d in o.divs[mode]]
+    return kinds, columns, matched, sorted(found)
+
+
+def positions_of(verdict: Verdict) -> list[tuple[str, int, int]]:
+    return sorted(
+        (d.kind, d.reference_position or 0, d.candidate_position or 0) for d in verdict.divergences
+    )
+
+
+@st.composite
+def chains(draw: st.DrawFn) -> tuple[list[Event], list[Event]]:
+    """A reference over up to 3 keys (so a key can pass ``RESYNC_START``), values drawn
+    from a small alphabet, and a candidate with up to 8 faults of mixed kinds, runs of
+    lost or new events among them."""
+    n = draw(st.integers(0, 260))
+    keys = draw(st.integers(1, 3))
+    alphabet = draw(st.integers(1, 40))
+    reference = [
+        {"k": i % keys, "v": draw(st.integers(0, alphabet)) if alphabet < 40 else i, "s": "a"}
+        for i in range(n)
+    ]
+    candidate = [dict(e) for e in reference]
+    for _ in range(draw(st.integers(0, 8))):
+        kind = draw(st.sampled_from(["drop", "extra", "alter", "move", "swap", "stretch", "block"]))
+        if not candidate:
+            break
+        i = draw(st.integers(0, len(candidate) - 1))
+        if kind == "drop":
+            del candidate[i]
+        elif kind == "block":  # a run lost, or new events in key 0, past RESYNC_START
+            length = draw(st.integers(20, 60))
+            if draw(st.booleans()):
+                del candidate[i : i + length]
+            else:
+                candidate[i:i] = [{"k": 0, "v": -1 - j, "s": "b"} for j in range(length)]
+        elif kind == "extra":
+            candidate.insert(i, {**candidate[i], "v": draw(st.integers(-3, alphabet))})
+        elif kind == "alter":
+            candidate[i] = {**candidate[i], "s": draw(st.sampled_from(["b", "c"]))}
+        elif kind == "move":
+            j = draw(st.integers(0, len(candidate) - 1))
+            candidate.insert(j, candidate.pop(i))
+        elif kind == "swap" and i + 1 < len(candidate):
+            candidate[i], candidate[i + 1] = candidate[i + 1], candidate[i]
+        elif kind == "stretch":
+            for j in range(i, min(len(candidate), i + draw(st.integers(1, 120)))):
+                candidate[j] = {**candidate[j], "s": "z"}
+    return reference, candidate
+
+
+EQUALITIES = st.sampled_from(
+    [Equality(), Equality(ignore=frozenset({"s"})), Equality(normalize={"s": ("upper",)})]
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(pair=chains(), equality=EQUALITIES)
+def test_explain_key_is_the_cores_account(
+    pair: tuple[list[Event], list[Event]], equality: Equality
+) -> None:
+    reference, candidate = pair
+    expected = compare(reference, candidate, BY_KEY, equality, limit=10**6)
+    kinds, columns, matched, found = on_digests(reference, candidate, equality)
+    assert dict(kinds) == {k: n for k, n in expected.counts.items() if n}
+    assert dict(columns) == dict(expected.column_mismatches)
+    assert matched == expected.matched_count
+    assert found == positions_of(expected)
+
+
+def test_the_fast_path_keeps_resync_at_where_the_general_path_forgets_it() -> None:
+    """One key of 100 events; the candidate lacks the first 35 and has 20 new ones before
+    event 65. The queues resynchronise on 35 events of the reference alone, which then
+    gains events while the candidate holds none: ``compare``'s fast path keeps the key's
+    doubled ``resync_at``, the general path forgets it (``run_online``'s ``fast``), and
+    the matched pairs differ (65 against 30)."""
+    reference = [{"k": 0, "v": i, "s": "a"} for i in range(100)]
+    candidate = reference[35:65] + [{"k": 0, "v": -1 - i, "s": "b"} for i in range(20)]
+    candidate += reference[65:]
+    expected = compare(reference, candidate, BY_KEY, Equality(), limit=10**6)
+    kinds, _, matched, found = on_digests(reference, candidate, Equality())
+    assert (dict(kinds), matched) == ({"loss": 35, "duplication": 20}, 65)
+    assert expected.matched_count == 65
+    assert found == positions_of(expected)
