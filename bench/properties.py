@@ -5,6 +5,16 @@ every technique, ``--runs`` times on each operator, then recall per property and
     .venv/bin/python bench/properties.py [--runs 10] [--budget 6] [--no-frames | --only-frames]
         [--techniques ...]
 
+With ``--timing``, the time ``parity properties`` takes on each bundled DataFrame operator
+(and DataFrame pair) instead, on one warm session: its default run (hybrid, ``--budget
+30``, ``--budget-seconds 60``: what CI sees, and whether the time budget cut it short), then
+the same tests without a time budget at ``--timing-budget`` (default 3) tests per technique,
+run as they are now (a round's runs in one Spark job per step) and as before (a test at a
+time, a Spark job per run), with the ratio::
+
+    .venv/bin/python bench/properties.py --timing [--timing-budget 3] [--no-previous]
+        [--operators where_positive sum_per_key ...]
+
 Stream and two-port object operators run in this process; the DataFrame operators (and
 DataFrame joins) run too unless ``--no-frames``, on one local SparkSession (``local[2]``, no
 UI, two shuffle partitions), with the hybrid technique only unless ``--techniques`` says
@@ -17,8 +27,10 @@ is checked too: evidence where none exists is reported as a false positive.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -75,7 +87,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the DataFrame operators alone (a Spark job per test: the slow part)",
     )
     parser.add_argument("--techniques", nargs="*", default=NAMES)
+    parser.add_argument("--timing", action="store_true", help="time DataFrame operators")
+    parser.add_argument("--timing-budget", type=int, default=3)
+    parser.add_argument(
+        "--previous",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also time the previous way (a Spark job per run; slow)",
+    )
+    parser.add_argument("--operators", nargs="*", help="--timing: these operators only")
     args = parser.parse_args(argv)
+    if args.timing:
+        return timing(args.timing_budget, args.previous, args.operators)
     hits: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     times: dict[tuple[str, str], list[float]] = defaultdict(list)
     false_positives: list[str] = []
@@ -111,6 +134,44 @@ def main(argv: list[str] | None = None) -> int:
     for line in false_positives:
         print(f"  {line}")
     return 0
+
+
+def timing(budget: int, previous: bool, only: list[str] | None) -> int:
+    """Seconds per DataFrame operator: the default run, then now against before."""
+    frames = [k for k in KNOWN if k.shape == "dataframe" or k.ref.endswith(("join", "union"))]
+    if only:
+        frames = [k for k in frames if k.ref.split(":")[1] in only]
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start\n")
+    print(f"| operator | default run, s | time budget | budget {budget}: now, s", end="")
+    print(" | before, s | ratio |" if previous else " |")
+    print("|---|---|---|---" + ("|---|---|" if previous else "|"))
+    for known in frames:
+        samples = [ITEMS, RIGHT] if known.shape == "pair" else [ITEMS]
+        subject = load_subject(known.ref, samples, ("key",), known.shape, 0.3)
+        context = Context(subject.operator, ("key",), random.Random(0))
+        default = Plan(ALL, 30, 0, subject.domains, seconds=60.0)
+        report = check_operator(context, default, "hybrid")
+        ran_out = report.time_budget()
+        cut = (
+            f"ran out: partial {', '.join(ran_out['partial']) or '-'}, "
+            f"untested {', '.join(ran_out['untested']) or '-'}"
+            if ran_out["ran_out"]
+            else "enough"
+        )
+        now = _seconds(context, Plan(ALL, budget, 0, subject.domains))
+        cells = [known.ref.split(":")[1], f"{report.seconds:.1f}", cut, f"{now:.1f}"]
+        if previous:
+            before = _seconds(context, Plan(ALL, budget, 0, subject.domains, together=False))
+            cells += [f"{before:.1f}", f"{before / now:.1f}x"]
+        print("| " + " | ".join(cells) + " |", flush=True)
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+    return 0
+
+
+def _seconds(context: Context, plan: Plan) -> float:
+    started = time.monotonic()
+    check_operator(context, plan, "hybrid")
+    return time.monotonic() - started
 
 
 def _table(title: str, hits: dict, times: dict, names: list[str], recall: bool) -> None:  # type: ignore[type-arg]

@@ -21,6 +21,7 @@ from parity.properties.loading import load_subject
 from parity.properties.properties import Context, statefulness_check
 from parity.properties.runner import Plan, check_operator
 from parity.properties.shrinking import shrink
+from parity.properties.steps import drive
 from parity.properties.suggest import suggest_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -132,7 +133,9 @@ def test_ddmin_keeps_only_the_elements_the_evidence_needs() -> None:
     test = (a, b, a, punctuation(), b, punctuation(), a, b, punctuation())
     first = statefulness_check(context, test)
     assert first.evidence is not None and first.replay is not None
-    result = shrink(test, first.evidence, first.replay)
+    result = shrink(
+        test, first.evidence, lambda ts: [drive(context.operator, first.replay(t)) for t in ts]
+    )
     # an item, then two punctuations: the first window's end emits it, the second nothing
     assert [e.is_punctuation for e in result.test] == [False, True, True]
     assert result.test[0].item == {"key": "", "offset": 0, "x": 0, "y": 0}

@@ -120,3 +120,47 @@ def test_test_frames_through_arrow_equal_frames_from_python_rows(spark: SparkSes
     through_arrow = operator._local(list(rows), schema)
     assert through_arrow.schema == schema
     assert repr(through_arrow.collect()) == repr(spark.createDataFrame(rows, schema).collect())
+
+
+def pivot_by_key(df: Any) -> Any:
+    """A schema that depends on the input: a column per key value (a run of its own)."""
+    return df.groupBy().pivot("key").sum("x")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "frames:where_positive",
+        "frames:sum_per_key",
+        "frames:with_id",
+        "frames:with_rand",
+        "frames:last_x_global",
+        "pairs:inner_join",
+        "pivot",
+    ],
+)
+def test_runs_in_one_job_equal_runs_one_at_a_time(spark: SparkSession, name: str) -> None:
+    """Batching shares a Spark job, never an input: every run of a batch (one partition in
+    order, and scattered over 2, 3 or 5 with other shuffle partitions) gives exactly what it
+    gives in a job of its own, for operators that filter, aggregate, number rows by
+    partition, draw random numbers per partition, take the last row of a coalesced input,
+    join, or change their schema with the input."""
+    from parity.properties.deadline import NO_DEADLINE
+    from parity.properties.generation import ALL, Generator
+    from parity.properties.operators import CANONICAL, Physical
+
+    shape = "pair" if name.startswith("pairs:") else "dataframe"
+    ref = (
+        "tests.test_properties_spark:pivot_by_key"
+        if name == "pivot"
+        else f"jobs.examples.operators.{name}"
+    )
+    samples = [ITEMS, RIGHT] if shape == "pair" else [ITEMS]
+    subject = load_subject(ref, samples, ("key",), shape, session=lambda: spark)
+    generator = Generator(ALL[1], subject.domains, random.Random(7))
+    physicals = [CANONICAL, Physical(2, 1), Physical(3, 3), Physical(5, 5)]
+    requests = [(generator.base(2 + n % 5), physicals[n % 4]) for n in range(12)]
+    together = subject.operator.run_batch(requests, NO_DEADLINE)
+    alone = [subject.operator.run(test, physical) for test, physical in requests]
+    assert together == alone
+    assert sum(len(run.output) for run in together) > 0

@@ -20,8 +20,8 @@ from matcher.store import RunOutcome, RunRecord, RunStart, Store, StoreError
 from matcher.store.records import PROPERTIES
 from parity.cli import main
 from parity.cli.property_runs import Storage, store_report
+from parity.properties.outcomes import Outcome, Report
 from parity.properties.properties import PROPERTIES as PROPERTY_NAMES
-from parity.properties.runner import Outcome, Report
 from parity.views.gate import gate_status
 from parity.views.history import history_row
 from parity.views.properties import properties_document, property_rows, spec_warnings
@@ -66,7 +66,7 @@ def taxi_report(taxi: str = "t1", *, nondeterministic: bool = False) -> Report:
         properties["nondeterminism"] = Outcome("nondeterminism", found=True, evidence=runs, tests=1)
         for name in ("statefulness", "non_commutativity", "partition_interference"):
             properties[name] = Outcome(name, extra=skip)
-    return Report(OPERATOR, "stream", "reuse", 10, 0, ("taxi_id",), properties, 1.25)
+    return Report(OPERATOR, "stream", "reuse", 10, 0, ("taxi_id",), properties, 1.25, 60.0)
 
 
 def _store(url: str, report: Report, run_id: str = "p/1", validation: str | None = None) -> str:
@@ -102,6 +102,7 @@ def test_a_report_is_stored_as_a_properties_run_without_a_verdict(db_url: str) -
         "shape": "stream",
         "technique": "reuse",
         "budget": 10,
+        "budget_seconds": 60.0,
         "seed": 0,
         "key": ["taxi_id"],
     }

@@ -2,7 +2,8 @@
 
     parity properties MODULE:FUNCTION --sample SAMPLE [--sample-right SAMPLE] [--key COL ...]
                       [--shape dataframe|stream|pair] [--technique T] [--budget N] [--seed S]
-                      [--evidence-dir DIR] [--blocking-limit SECONDS] [--json] [--suggest-spec]
+                      [--budget-seconds SECONDS] [--evidence-dir DIR]
+                      [--blocking-limit SECONDS] [--json] [--suggest-spec]
                       [--db URL] [--home DIR] [--no-store] [--run-id ID] [--validation NAME]
                       [--progress | --no-progress]
 
@@ -16,7 +17,15 @@ when it is stored; on a terminal, stderr also shows which step runs and for how 
 (an option out of range, a store that cannot be opened, a run id of another kind of run,
 a name too long for the store: all before any test) and when the operator fails a test
 (raises, ``sys.exit()`` included, or returns what its shape does not allow: one line naming
-it, the run stored failed, nothing suggested)::
+it, the run stored failed, nothing suggested).
+
+``--budget-seconds`` (default ``DEFAULT_BUDGET_SECONDS``; 0: none) bounds the testing's
+time, as the paper's technique time limit does (``parity.properties.runner``): when it runs
+out, testing stops with what was found. That is not an error: the exit code is 0 as for any
+run, the properties found stand, and the report (text, ``--json``'s ``time_budget``, and
+one warning line on stderr) says which properties were tested in full, which partially
+(no evidence in the tests there was time for: "potentially", on fewer tests) and which not
+at all (undetermined: the suggested spec keeps every event's place for them)::
 
     nondeterminism          potentially deterministic (30 tests, 0.01 s)
     statefulness            definitely stateful (1 test, 0.00 s)
@@ -42,13 +51,18 @@ from parity.cli.property_runs import PropertyRun, Storage, Testing, testing_star
 from parity.properties.generation import CHOICES, evidence_path, parse_technique, save_evidence
 from parity.properties.loading import Subject, load_subject, reused_tests
 from parity.properties.operators import BLOCKING_LIMIT, SHAPES
+from parity.properties.outcomes import Outcome, Report
 from parity.properties.properties import PROPERTIES, Context
-from parity.properties.runner import Outcome, Plan, Report, check_operator, technique_label
+from parity.properties.runner import Plan, check_operator, technique_label
 from parity.properties.suggest import suggest_spec
 from parity.views.properties import WORDS
 
 EXIT_RAN = 0
 DEFAULT_BUDGET = 30
+#: the default time budget of the testing, seconds: a CI step's minute, about
+DEFAULT_BUDGET_SECONDS = 60.0
+#: the longest --budget-seconds: a day
+MAX_BUDGET_SECONDS = 86400.0
 #: the largest --budget: the spec's ``properties: budget`` bound (``matcher.spec_schema``);
 #: hybrid runs 12 techniques, so up to 12,000 tests per property
 MAX_BUDGET = 1000
@@ -84,6 +98,14 @@ def add_properties_parser(commands: Any) -> None:
         default=DEFAULT_BUDGET,
         metavar="N",
         help=f"tests per property and technique, 1 to {MAX_BUDGET} (default {DEFAULT_BUDGET})",
+    )
+    parser.add_argument(
+        "--budget-seconds",
+        type=budget_seconds,
+        default=DEFAULT_BUDGET_SECONDS,
+        metavar="SECONDS",
+        help="stop testing after this long, with what was found (the report says what was "
+        f"not tested); 0: no time budget (default {DEFAULT_BUDGET_SECONDS:g})",
     )
     parser.add_argument(
         "--seed", type=seed_number, default=0, metavar="S", help="randomness (default 0)"
@@ -161,6 +183,21 @@ def seconds_limit(text: str) -> float:
     return value
 
 
+def budget_seconds(text: str) -> float:
+    """``--budget-seconds``: a finite number of seconds from 0 (no time budget) to
+    ``MAX_BUDGET_SECONDS``."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_BUDGET_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds from 0 (no time budget) to "
+            f"{MAX_BUDGET_SECONDS:g}, got {text!r}"
+        )
+    return value
+
+
 def run_properties(args: argparse.Namespace, out: TextIO) -> int:
     progress = Progress.start("properties", getattr(args, "progress", None))
     with progress.heartbeat():
@@ -182,6 +219,7 @@ def _run_properties(args: argparse.Namespace, out: TextIO, progress: Progress) -
         args.budget,
         args.seed,
         tuple(args.key),
+        _seconds(args),
     )
     storage = None if args.no_store else _storage(args, started)
     run_id = None if storage is None else storage.run_id or adhoc_run_id("properties")
@@ -210,6 +248,9 @@ def _run_properties(args: argparse.Namespace, out: TextIO, progress: Progress) -
                 stored.record(report, _output_columns(report))
     if run_id is not None:
         print(f"properties: stored run {run_id} (parity report {run_id})", file=sys.stderr)
+    ran_out = time_budget_line(report)
+    if ran_out is not None:
+        _warn(ran_out)
     if args.json:
         document = report.to_dict()
         if args.suggest_spec:
@@ -227,6 +268,11 @@ def _warn(line: str) -> None:
     print(f"parity: warning: {line}", file=sys.stderr)
 
 
+def _seconds(args: argparse.Namespace) -> float | None:
+    """The time budget (``--budget-seconds 0``: none)."""
+    return float(args.budget_seconds) if args.budget_seconds else None
+
+
 def _evidence_dir(args: argparse.Namespace) -> str | None:
     if args.evidence_dir:
         return str(args.evidence_dir)
@@ -240,7 +286,8 @@ def _test(
     import random
 
     reused = reused_tests(_evidence_dir(args), args.operator, subject.domains, _warn)
-    plan = Plan(techniques, args.budget, args.seed, subject.domains, tuple(reused))
+    seconds = _seconds(args)
+    plan = Plan(techniques, args.budget, args.seed, subject.domains, tuple(reused), seconds=seconds)
     context = Context(subject.operator, tuple(args.key), random.Random(args.seed))
     progress.step(
         f"operator {args.operator}: testing {len(PROPERTIES)} properties "
@@ -299,8 +346,31 @@ def render_text(report: Report) -> list[str]:
         if outcome.found and outcome.evidence is not None and "inferred" not in outcome.extra:
             shown = json.dumps(outcome.evidence.get("input"), default=str)
             lines.append(f"    evidence input: {shown}")
+    ran_out = time_budget_line(report)
+    if ran_out is not None:
+        lines.append(ran_out)
     lines.append(f"({report.seconds:.1f} s)")
     return lines
+
+
+def time_budget_line(report: Report) -> str | None:
+    """One line when the time budget ran out: what it left tested in full, partially and
+    not at all (None when every property got all its tests)."""
+    budget = report.time_budget()
+    if not budget["ran_out"]:
+        return None
+    parts = []
+    for word, key in (
+        ("tested in full", "full"),
+        ("partially", "partial"),
+        ("not tested", "untested"),
+    ):
+        if budget[key]:
+            parts.append(f"{word}: {', '.join(budget[key])}")
+    return (
+        f"time budget of {report.budget_seconds:g} s ran out, testing stopped with what it "
+        f"had found; {'; '.join(parts)}"
+    )
 
 
 def _verdict(outcome: Outcome) -> str:
@@ -311,7 +381,11 @@ def _verdict(outcome: Outcome) -> str:
     if "inferred" in outcome.extra:
         word = "stateful" if outcome.found else "commutative / partition-isolated"
         return f"{word}: {outcome.extra['inferred']}"
-    timing = f"({outcome.tests} test{'s' if outcome.tests != 1 else ''}, {outcome.seconds:.2f} s)"
+    partial = f", partial: {outcome.extra['partial']}" if "partial" in outcome.extra else ""
+    timing = (
+        f"({outcome.tests} test{'s' if outcome.tests != 1 else ''}, "
+        f"{outcome.seconds:.2f} s{partial})"
+    )
     if outcome.name == "selectivity":
         certainty = "definitely" if outcome.extra.get("class") == "prolific" else "potentially"
         return f"{certainty} {outcome.extra.get('class')} {timing}"

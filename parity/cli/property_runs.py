@@ -35,7 +35,7 @@ from matcher.errors import InputError
 from matcher.store import Heartbeat, RunOutcome, RunStart, Store, database_url
 from matcher.store.records import PROPERTIES
 from matcher.store.run_ids import adhoc_run_id
-from parity.properties.runner import Report
+from parity.properties.outcomes import Report
 from parity.properties.suggest import suggest_spec
 
 
@@ -69,6 +69,8 @@ class Testing:
     budget: int
     seed: int
     keys: tuple[str, ...]
+    #: the time budget, seconds (None: none)
+    budget_seconds: float | None = None
 
     @classmethod
     def of(cls, report: Report) -> Testing:
@@ -79,6 +81,7 @@ class Testing:
             report.budget,
             report.seed,
             tuple(report.keys),
+            report.budget_seconds,
         )
 
 
@@ -109,6 +112,7 @@ def testing_start(
                 "shape": testing.shape,
                 "technique": testing.technique,
                 "budget": testing.budget,
+                "budget_seconds": testing.budget_seconds,
                 "seed": testing.seed,
                 "key": list(testing.keys),
             },

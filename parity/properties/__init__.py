@@ -15,10 +15,16 @@ module             what it holds
 ``samples``        the sample file: rows, columns, value types
 ``operators``      loading ``module:function`` as one of the shapes, running a test
 ``frames``         the DataFrame shapes on one local SparkSession
+``frame_jobs``     many runs of a DataFrame operator in one Spark job, each on its input
 ``generation``     random, pool, pairwise, mutation, reuse; the evidence file
-``properties``     the six checks (Table I of the paper)
+``checking``       what every check shares: its context, its result, its steps
+``properties``     the six checks (Table I of the paper): the first three
+``state_checks``   statefulness, non-commutativity, partition-interference
+``steps``          checks as coroutines asking for runs; the driver answering many at once
+``deadline``       the time budget
 ``shrinking``      delta debugging of evidence down to a minimal input
-``runner``         Algorithm 1, the testing order of Fig. 4, hybrid, the report
+``runner``         Algorithm 1, the testing order of Fig. 4, hybrid, the time budget
+``outcomes``       each property's outcome and the report
 ``suggest``        the spec sections (dependence, equality, noise) the properties imply
 =================  ==================================================================
 """

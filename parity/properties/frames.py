@@ -4,13 +4,17 @@ one local SparkSession for the whole command (``local[2]``, no UI, few shuffle p
 A DataFrame operator sees its whole input at once: there are no firings to tell apart and no
 punctuations, and Spark defines no row order, so outputs are compared as multisets. A test's
 rows become a DataFrame in one partition in list order (``coalesce(1)``: the input's order
-is what the operator sees), or, for non-determinism, ``repartition(n)`` (round robin: the
-same rows, scattered) with another ``spark.sql.shuffle.partitions``.
+is what the operator sees), or, for non-determinism, the same rows scattered over ``n``
+partitions in a random order, with another ``spark.sql.shuffle.partitions``.
+
+Every test of a command runs on the one session, and the tests a round of Algorithm 1 asks
+for run together, in one Spark job each step (``frame_jobs``).
 """
 
 from __future__ import annotations
 
 import os
+import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +23,6 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     BooleanType,
@@ -33,17 +36,11 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from parity.properties.elements import Element, Run, freeze, sorted_bag
-from parity.properties.operators import (
-    CANONICAL,
-    OperatorError,
-    Physical,
-    operator_error,
-    raised,
-)
+from parity.properties.deadline import NO_DEADLINE, Deadline
+from parity.properties.elements import Element, Run
+from parity.properties.frame_jobs import assemble, run_together, warm_up, where
+from parity.properties.operators import CANONICAL, Physical, operator_error, raised
 from parity.properties.samples import Sample
-
-SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 _SPARK_TYPES: dict[str, DataType] = {
     "int": LongType(),
@@ -71,6 +68,8 @@ def local_session() -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.adaptive.enabled", "false")
+        # a round's job plans hundreds of branches: keep few of them for the (absent) UI
+        .config("spark.sql.ui.retainedExecutions", "20")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
@@ -115,35 +114,55 @@ class FrameOperator:
     def ports(self) -> int:
         return len(self.schemas)
 
-    def frame(self, rows: Sequence[Element], port: int, physical: Physical) -> DataFrame:
+    def layout(
+        self, rows: Sequence[Element], port: int, physical: Physical
+    ) -> list[list[tuple[Any, ...]]]:
+        """The port's rows, partition by partition: one partition in order; or scattered
+        over ``physical.partitions`` partitions in a seeded random order, the arrival a
+        cluster's shuffle gives (it depends on which map tasks finish first)."""
         schema = self.schemas[port]
         data = [_coerce(e.item or {}, schema) for e in rows if e.port == port and e.item]
-        df = self._local(data, schema)
         if physical.partitions == 1:
-            return df.coalesce(1)
-        # Rows scattered over partitions and shuffled within them: the arrival order a
-        # cluster's shuffle gives, which depends on which map tasks finish first.
-        seed = physical.partitions * 31 + physical.shuffle_partitions
-        return df.repartition(physical.partitions).sortWithinPartitions(F.rand(seed))
+            return [data]
+        random.Random(physical.partitions * 31 + physical.shuffle_partitions).shuffle(data)
+        count, parts = len(data), physical.partitions
+        return [data[i * count // parts : (i + 1) * count // parts] for i in range(parts)]
 
-    def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run:
-        before = self.spark.conf.get(SHUFFLE_PARTITIONS) or "200"  # a shared session gets it back
-        self.spark.conf.set(SHUFFLE_PARTITIONS, str(physical.shuffle_partitions))
+    def frame(self, rows: Sequence[Element], port: int, physical: Physical) -> DataFrame:
+        """The port's rows as a DataFrame laid out as ``layout`` says: each partition built as
+        such (not by a shuffle of the test's own: a shuffle is a stage and files, and
+        costs a test more than the operator's work)."""
+        schema = self.schemas[port]
+        return assemble([self._local(part, schema) for part in self.layout(rows, port, physical)])
+
+    def output(self, test: Sequence[Element], physical: Physical = CANONICAL) -> DataFrame:
+        """``f`` called on the test's input (as ``physical`` lays it out): its DataFrame, not
+        yet run (``OperatorError`` when ``f`` raises or returns something else)."""
         frames = [self.frame(test, port, physical) for port in range(self.ports)]
-        where = f"on a generated test of {sum(1 for e in test if e.item)} rows"
         try:
             result = self.target(*frames)
-            if not isinstance(result, DataFrame):
-                problem = f"returned {type(result).__name__}, not a DataFrame"
-                raise operator_error(self.ref, problem, where)
-            rows = result.collect()
-        except OperatorError:
-            raise
         except BaseException as exc:  # SystemExit too: the operator's error, not a property
-            raise operator_error(self.ref, raised(exc), where) from exc
-        finally:
-            self.spark.conf.set(SHUFFLE_PARTITIONS, before)
-        return Run(output=sorted_bag(freeze(row.asDict(recursive=True)) for row in rows))
+            raise operator_error(self.ref, raised(exc), where(test)) from exc
+        if not isinstance(result, DataFrame):
+            problem = f"returned {type(result).__name__}, not a DataFrame"
+            raise operator_error(self.ref, problem, where(test))
+        return result
+
+    def warm_up(self) -> None:
+        """Make, tag, union and collect empty inputs, as a round's job does, without the
+        operator: the session's first jobs load and compile what every later one uses, and
+        that time is the session's, not the first property's share of the time budget."""
+        warm_up(self, [self.frame((), 0, CANONICAL), self.frame((), 0, Physical(2, 3))])
+
+    def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run:
+        (run,) = run_together(self, [(test, physical)], NO_DEADLINE)
+        return run
+
+    def run_batch(
+        self, requests: Sequence[tuple[Sequence[Element], Physical]], deadline: Deadline
+    ) -> list[Run]:
+        """The runs in as few Spark jobs as is faithful (``frame_jobs``)."""
+        return run_together(self, requests, deadline)
 
     def _local(self, data: list[tuple[Any, ...]], schema: StructType) -> DataFrame:
         """The rows as a DataFrame: through Arrow, which the JVM reads on its own (a

@@ -24,7 +24,8 @@ Two orthogonal options, as in the paper:
 
 * ``mutation``: when a test produced no output, the next one is it plus mutated copies of
   its items (one attribute each: a string's character changed, a number plus or minus one,
-  a time plus or minus a second, a boolean negated), to reach the comparisons that emit.
+  a time plus or minus a second, a boolean negated), to reach the comparisons that emit;
+  no longer than the round's test length (the newest items kept).
 * ``reuse``: first replay the tests that produced output while earlier properties were
   tested (Fig. 4's order), and the evidence found for this operator before (the evidence
   file), then generate.
@@ -195,14 +196,17 @@ class Generator:
 
     def base(self, n: int, port: int | None = None) -> Test:
         """A new test of ``n`` items, or with mutation after an unproductive test, that test
-        mutated."""
+        and mutated copies of its items, the newest ``n`` kept (a mutated test that stays
+        unproductive is mutated again: without the cap it doubled every round, a million
+        items by the twentieth; with it the copies walk on, a step each round)."""
         if self.technique.mutation and self.unproductive is not None:
             items = [e for e in self.unproductive if not e.is_punctuation]
             if port is not None:
                 items = [e for e in items if e.port == port]
             if items:
                 self.unproductive = None
-                return tuple(items) + tuple(self.mutate(e) for e in items)
+                grown = tuple(items) + tuple(self.mutate(e) for e in items)
+                return grown[-max(n, 1) :]
         self._narrow()
         return tuple(self.item(p) for p in self._ports(n, port))
 

@@ -64,7 +64,9 @@ def load_subject(
 
         spark = (session or local_session)()
         schemas = tuple(spark_schema(spark, sample) for sample in read)
-        return Subject(FrameOperator(ref, chosen, target, spark, schemas), domains, read)
+        operator = FrameOperator(ref, chosen, target, spark, schemas)
+        operator.warm_up()
+        return Subject(operator, domains, read)
     return Subject(stream_operator(ref, target, chosen, blocking_limit), domains, read)
 
 

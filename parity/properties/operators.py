@@ -51,6 +51,7 @@ from pyspark.sql import Row
 
 from matcher.errors import InputError, ParityError
 from matcher.user_code import Interrupted
+from parity.properties.deadline import Deadline
 from parity.properties.elements import Element, Run, freeze
 
 SHAPES = ("dataframe", "stream", "pair")
@@ -143,6 +144,26 @@ class Operator(Protocol):
     def target(self) -> Any: ...
 
     def run(self, test: Sequence[Element], physical: Physical = CANONICAL) -> Run: ...
+
+    def run_batch(
+        self, requests: Sequence[tuple[Sequence[Element], Physical]], deadline: Deadline
+    ) -> list[Run]:
+        """Every request's run, in order (``steps``); ``OutOfTime`` past the deadline."""
+        ...
+
+
+def run_each(
+    operator: Operator,
+    requests: Sequence[tuple[Sequence[Element], Physical]],
+    deadline: Deadline,
+) -> list[Run]:
+    """``run_batch`` for an operator run in this process: one run after the other, the
+    deadline looked at before each."""
+    runs = []
+    for test, physical in requests:
+        deadline.check()
+        runs.append(operator.run(test, physical))
+    return runs
 
 
 def import_target(ref: str) -> Any:
@@ -240,6 +261,11 @@ class ObjectOperator:
             firings.append(outputs)
         return _run(firings)
 
+    def run_batch(
+        self, requests: Sequence[tuple[Sequence[Element], Physical]], deadline: Deadline
+    ) -> list[Run]:
+        return run_each(self, requests, deadline)
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionOperator:
@@ -268,6 +294,11 @@ class PartitionOperator:
             outputs[-1] = outputs[-1] + end
             firings.extend(outputs)
         return _run(firings)
+
+    def run_batch(
+        self, requests: Sequence[tuple[Sequence[Element], Physical]], deadline: Deadline
+    ) -> list[Run]:
+        return run_each(self, requests, deadline)
 
     def _partition(
         self, window: list[tuple[int, Element]], physical: Physical, length: int

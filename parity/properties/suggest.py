@@ -11,8 +11,10 @@
 * ``noise``: a non-deterministic operator makes the reference disagree with itself: run it
   twice (``reference_runs: 2``) so that a verdict tells noise from a regression.
 
-A property left undetermined (no test of it could be checked) is never read as absent: the
-dependence stays ``ordered`` and the reference runs twice, as if it held.
+A property left undetermined (no test of it could be checked, or the time budget ran out
+before it) is never read as absent: the dependence stays ``ordered`` and the reference runs
+twice, as if it held. One tested partially (no evidence in the tests there was time for)
+is read as tested: "potentially", on fewer tests, which the comments count.
 
 Every line carries its reason as a YAML comment.
 """
@@ -23,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from parity.properties.runner import Report, undetermined
+from parity.properties.outcomes import Report, undetermined, untested
 
 #: a float that moved by less than this, relatively, moved in its last digits
 FLOAT_NOISE = 1e-6
@@ -38,8 +40,13 @@ def suggest_spec(report: Report, output_columns: Sequence[str] | None = None) ->
     lines += dependence
     lines += _equality(props["nondeterminism"].evidence, reads)
     if undetermined(props["nondeterminism"]):
+        why = (
+            "the time budget ran out before it was tested"
+            if untested(props["nondeterminism"])
+            else "no test could be checked"
+        )
         lines += [
-            "# non-determinism undetermined (no test could be checked): run the reference",
+            f"# non-determinism undetermined ({why}): run the reference",
             "# twice to measure its own noise.",
             "noise:",
             "  reference_runs: 2",
@@ -71,9 +78,14 @@ def _dependence(report: Report, columns: Sequence[str] | None) -> tuple[list[str
         ], []
     unknown = [n for n in ORDER_PROPERTIES if undetermined(props[n])]
     if unknown:
+        why = (
+            "the time budget ran out before they were tested"
+            if all(untested(props[n]) for n in unknown)
+            else "no test could be checked"
+        )
         return [
-            f"# {', '.join(n.replace('_', '-') for n in unknown)} undetermined (no test could",
-            "# be checked): keep every event's place until they are known.",
+            f"# {', '.join(n.replace('_', '-') for n in unknown)} undetermined",
+            f"# ({why}): keep every event's place until they are known.",
             "dependence: ordered",
         ], []
     if not props["statefulness"].found:

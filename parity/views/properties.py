@@ -2,7 +2,7 @@
 the spec lines a stored one contradicts.
 
 A properties run keeps, in its statistics, the command's JSON report under ``properties``
-(``parity.properties.runner.Report.to_dict``: per property ``applicable``, ``found``,
+(``parity.properties.outcomes.Report.to_dict``: per property ``applicable``, ``found``,
 ``evidence``, ``tests``, ``seconds``, and ``class``, ``key``, ``inferred``...), and the spec
 sections the findings imply (``parity.properties.suggest``) as text (``suggested_spec``)
 and as values (``suggested``: ``dependence``, ``equality``, ``noise``). It has no verdict:
@@ -91,7 +91,8 @@ def property_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def describe(name: str, outcome: Mapping[str, Any]) -> str:
-    """``definitely stateful``, ``potentially commutative``, ``not applicable: ...``."""
+    """``definitely stateful``, ``potentially commutative``, ``not applicable: ...``; a
+    property whose tests the time budget cut short says so (``partial: ...``)."""
     if outcome.get("applicable") is False:
         return f"not applicable: {outcome.get('reason')}"
     if "undetermined" in outcome:
@@ -99,11 +100,12 @@ def describe(name: str, outcome: Mapping[str, Any]) -> str:
     if "inferred" in outcome:
         word = "stateful" if outcome.get("found") else "commutative / partition-isolated"
         return f"{word} (inferred: {outcome['inferred']})"
+    partial = f" (partial: {outcome['partial']})" if "partial" in outcome else ""
     if name == "selectivity":
         kind = outcome.get("class")
-        return f"{'definitely' if kind == 'prolific' else 'potentially'} {kind}"
+        return f"{'definitely' if kind == 'prolific' else 'potentially'} {kind}{partial}"
     yes, no = WORDS.get(name, (f"{name} found", f"{name} not found"))
-    return yes if outcome.get("found") else no
+    return (yes if outcome.get("found") else no) + partial
 
 
 def _compact(value: Any) -> str:
