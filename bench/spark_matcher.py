@@ -184,6 +184,19 @@ a, b = (SparkSession.builder.getOrCreate().read.parquet(p) for p in sys.argv[1:3
 print(a.exceptAll(b).count(), "only in the reference,", b.exceptAll(a).count(), "in the candidate")
 """
 
+#: (d) as a whole process: the order-aware floor on these outputs, whose stream order is
+#: ``seq`` (``output.order_by``), as ``run_order_floor`` computes it in one process
+ORDER_FLOOR_SCRIPT = """\
+import sys
+from pyspark.sql import SparkSession, functions as F
+spark = SparkSession.builder.getOrCreate()
+a, b = (spark.read.parquet(p).select(F.xxhash64("key").alias("g"), F.lit(side).alias("side"),
+        F.col("seq").alias("o")) for side, p in enumerate(sys.argv[1:3]))
+rank = "row_number() OVER (PARTITION BY g, side ORDER BY o) AS r"
+groups = a.unionByName(b).selectExpr("g", "side", rank).groupBy("g")
+groups.agg(F.expr("bit_xor(xxhash64(side, r))")).write.format("noop").mode("overwrite").save()
+"""
+
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
@@ -295,17 +308,23 @@ def profiled(spark: Any, reference: Path, candidate: Path, db: str, expected: An
     return f"{took:.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
 
 
-LABELS = {"parity": "Parity: spark-submit jobs/match.py", "a": "(a) exceptAll script"}
+LABELS = {
+    "parity": "Parity: spark-submit jobs/match.py",
+    "a": "(a) exceptAll script",
+    "d": "(d) order-aware floor script",
+}
 
 
 def run_processes(data: Path, paths: dict[str, Path], cases: list[str], memory: str,
                   repeat: int) -> None:  # fmt: skip
-    """Whole ``spark-submit`` processes: the match job against the ``exceptAll`` script."""
+    """Whole ``spark-submit`` processes: the match job against the ``exceptAll`` script and
+    the order-aware floor's."""
     root = Path(__file__).resolve().parent.parent
     bin_dir = Path(sys.executable).parent
-    spec, script = data / "bench_spec.yaml", data / "except_all.py"
+    spec, script, floor = data / "bench_spec.yaml", data / "except_all.py", data / "floor.py"
     spec.write_text(SPEC)
     script.write_text(EXCEPT_ALL_SCRIPT)
+    floor.write_text(ORDER_FLOOR_SCRIPT)
     store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(root))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -320,6 +339,7 @@ def run_processes(data: Path, paths: dict[str, Path], cases: list[str], memory: 
             "parity": [*submit, str(root / "jobs" / "match.py"), "--reference", reference,
                        "--candidate", candidate, "--spec", str(spec), "--db", db],
             "a": [*submit, str(script), reference, candidate],
+            "d": [*submit, str(floor), reference, candidate],
         }  # fmt: skip
         print(f"\ncandidate: {case}, whole spark-submit processes (median of {repeat} runs)")
         seconds = {}
@@ -336,7 +356,8 @@ def run_processes(data: Path, paths: dict[str, Path], cases: list[str], memory: 
             each = ", ".join(f"{t:.1f}" for t in runs)
             label = LABELS[name]
             print(f"  {label:<36} {seconds[name]:>7.1f} s  [{each}]  exit {done.returncode}")
-        print(f"  (a) / Parity = {seconds['a'] / seconds['parity']:.2f}x")
+        print(f"  (a) / Parity = {seconds['a'] / seconds['parity']:.2f}x, "
+              f"(d) / Parity = {seconds['d'] / seconds['parity']:.2f}x")  # fmt: skip
     shutil.rmtree(store_dir, ignore_errors=True)
 
 
