@@ -24,6 +24,7 @@ from matcher.classify import MAX_ORDER_CHECK
 from matcher.dependence import by_key
 from matcher.spark.chains import CHEAP, CORRUPTION, EXACT, explain_key
 from matcher.verdict import Verdict
+from tests.fault_mix import with_faults
 
 Event = dict[str, Any]
 BY_KEY = by_key("k")
@@ -89,32 +90,14 @@ def chains(draw: st.DrawFn) -> tuple[list[Event], list[Event]]:
         {"k": i % keys, "v": draw(st.integers(0, alphabet)) if alphabet < 40 else i, "s": "a"}
         for i in range(n)
     ]
-    candidate = [dict(e) for e in reference]
-    for _ in range(draw(st.integers(0, 8))):
-        kind = draw(st.sampled_from(["drop", "extra", "alter", "move", "swap", "stretch", "block"]))
-        if not candidate:
-            break
-        i = draw(st.integers(0, len(candidate) - 1))
-        if kind == "drop":
-            del candidate[i]
-        elif kind == "block":  # a run lost, or new events in key 0, past RESYNC_START
-            length = draw(st.integers(20, 60))
-            if draw(st.booleans()):
-                del candidate[i : i + length]
-            else:
-                candidate[i:i] = [{"k": 0, "v": -1 - j, "s": "b"} for j in range(length)]
-        elif kind == "extra":
-            candidate.insert(i, {**candidate[i], "v": draw(st.integers(-3, alphabet))})
-        elif kind == "alter":
-            candidate[i] = {**candidate[i], "s": draw(st.sampled_from(["b", "c"]))}
-        elif kind == "move":
-            j = draw(st.integers(0, len(candidate) - 1))
-            candidate.insert(j, candidate.pop(i))
-        elif kind == "swap" and i + 1 < len(candidate):
-            candidate[i], candidate[i + 1] = candidate[i + 1], candidate[i]
-        elif kind == "stretch":
-            for j in range(i, min(len(candidate), i + draw(st.integers(1, 120)))):
-                candidate[j] = {**candidate[j], "s": "z"}
+    candidate = with_faults(
+        draw,
+        reference,
+        new=lambda j: {"k": 0, "v": -1 - j, "s": "b"},
+        alterations=st.sampled_from([{"s": "b"}, {"s": "c"}]),
+        extra_values=st.integers(-3, alphabet),
+        longest_stretch=120,
+    )
     return reference, candidate
 
 

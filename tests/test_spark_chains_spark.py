@@ -24,6 +24,7 @@ from matcher.dependence import by_key
 from matcher.serialize import json_safe
 from matcher.spark import compare_dataframes
 from matcher.spark import screen as screen_module
+from tests.fault_mix import with_faults
 from tests.spark_fixtures import stream_frames
 
 pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
@@ -156,32 +157,14 @@ def faulty_chains(draw: st.DrawFn) -> tuple[list[Event], list[Event]]:
     keys = draw(st.integers(1, 4))
     alphabet = draw(st.integers(1, 30))
     reference = [event(i % keys, draw(st.integers(0, alphabet))) for i in range(n)]
-    candidate = [dict(e) for e in reference]
-    for _ in range(draw(st.integers(0, 8))):
-        if not candidate:
-            break
-        kind = draw(st.sampled_from(["drop", "extra", "alter", "move", "swap", "stretch", "block"]))
-        i = draw(st.integers(0, len(candidate) - 1))
-        if kind == "drop":
-            del candidate[i]
-        elif kind == "block":  # a run lost, or new events, past RESYNC_START
-            length = draw(st.integers(20, 60))
-            if draw(st.booleans()):
-                del candidate[i : i + length]
-            else:
-                candidate[i:i] = [event(0, -1 - j, s="b") for j in range(length)]
-        elif kind == "extra":
-            candidate.insert(i, {**candidate[i], "v": draw(st.integers(-2, alphabet))})
-        elif kind == "alter":
-            candidate[i] = {**candidate[i], "x": draw(st.sampled_from([1.0, -0.0, 2.5]))}
-        elif kind == "move":
-            j = draw(st.integers(0, len(candidate) - 1))
-            candidate.insert(j, candidate.pop(i))
-        elif kind == "swap" and i + 1 < len(candidate):
-            candidate[i], candidate[i + 1] = candidate[i + 1], candidate[i]
-        elif kind == "stretch":
-            for j in range(i, min(len(candidate), i + draw(st.integers(1, 100)))):
-                candidate[j] = {**candidate[j], "s": "z"}
+    candidate = with_faults(
+        draw,
+        reference,
+        new=lambda j: event(0, -1 - j, s="b"),
+        alterations=st.sampled_from([{"x": 1.0}, {"x": -0.0}, {"x": 2.5}]),
+        extra_values=st.integers(-2, alphabet),
+        longest_stretch=100,
+    )
     return reference, candidate
 
 
