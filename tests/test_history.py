@@ -241,6 +241,7 @@ SCHEMA_JSON = {
             "candidate": "bigint",
             "divergent": True,
             "widening": True,
+            "inferred": False,
             "compared_as": "bigint",
             "explanation": "column 'fare' changed type int -> bigint (widening; values "
             "compared as bigint)",
@@ -252,6 +253,7 @@ SCHEMA_JSON = {
             "candidate": "double",
             "divergent": True,
             "widening": False,
+            "inferred": False,
             "compared_as": None,
             "explanation": "column 'tip<script>\"' (double) is new in the candidate",
         },

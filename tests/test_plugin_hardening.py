@@ -64,6 +64,7 @@ SCHEMA_JSON = {
             "divergent": True,
             "widening": False,
             "compared_as": None,
+            "inferred": False,
             "explanation": "column 'tip<script>\"' (double) is missing from the candidate",
         }
     ],

@@ -114,19 +114,25 @@ def json_type(value: Any, depth: int = 0) -> Inferred:
 
 
 def _holds_integer(type_: Inferred) -> bool:
-    if isinstance(type_, str):
-        return type_ == "bigint" or type_.startswith("decimal(")
-    if type_[0] == "array":
-        return _holds_integer(type_[1])
-    return any(_holds_integer(t) for _, t in type_[1])
+    return any(a == "bigint" or a.startswith("decimal(") for a in _atoms(type_))
 
 
 def _holds_double(type_: Inferred) -> bool:
-    if isinstance(type_, str):
-        return type_ == "double"
-    if type_[0] == "array":
-        return _holds_double(type_[1])
-    return any(_holds_double(t) for _, t in type_[1])
+    return "double" in _atoms(type_)
+
+
+def _atoms(type_: Inferred) -> Iterator[str]:
+    """The atomic types inside ``type_``: a loop over a stack, as a type nests as deeply
+    as its values (``MAX_NESTING``)."""
+    pending = [type_]
+    while pending:
+        type_ = pending.pop()
+        if isinstance(type_, str):
+            yield type_
+        elif type_[0] == "array":
+            pending.append(type_[1])
+        else:
+            pending.extend(t for _, t in type_[1])
 
 
 def as_inferred(value: Any, type_: Inferred) -> Any:
@@ -136,13 +142,20 @@ def as_inferred(value: Any, type_: Inferred) -> Any:
         if type_ == "double" and isinstance(value, int) and not isinstance(value, bool):
             return _double(value)
         return value
+    # loops, not comprehensions: one frame per level (Python 3.11 gives a comprehension its own)
     if type_[0] == "array":
-        if isinstance(value, list):
-            return [as_inferred(item, type_[1]) for item in value]
-        return value
+        if not isinstance(value, list):
+            return value
+        items = []
+        for item in value:
+            items.append(as_inferred(item, type_[1]))
+        return items
     if isinstance(value, dict):
         fields = dict(type_[1])
-        return {k: as_inferred(v, fields.get(k, _NULL)) for k, v in value.items()}
+        read = {}
+        for k, v in value.items():
+            read[k] = as_inferred(v, fields.get(k, _NULL))
+        return read
     return value
 
 
