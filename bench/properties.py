@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only-frames",
         action="store_true",
-        help="the DataFrame operators alone (a Spark job per test: the slow part)",
+        help="the DataFrame operators alone (the Spark jobs: the slow part)",
     )
     parser.add_argument("--techniques", nargs="*", default=NAMES)
     parser.add_argument("--timing", action="store_true", help="time DataFrame operators")
