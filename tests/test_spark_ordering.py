@@ -85,11 +85,17 @@ def test_lazy_positions_equal_the_eager_sort(
 def test_a_plan_that_reads_no_position_sorts_nothing(
     spark: SparkSession, output: str, small_buckets: None
 ) -> None:
-    stream = read_stream(spark, output, format="parquet", order_by=["i"])
+    tracker = spark.sparkContext.statusTracker()
+    jobs = []
+    for order_by in (None, ["i"]):
+        before = set(tracker.getJobIdsForGroup())
+        stream = read_stream(spark, output, format="parquet", order_by=order_by)
+        jobs.append(len(set(tracker.getJobIdsForGroup()) - before))
+    assert jobs[0] == jobs[1]  # the order adds no job: no count, no sample
     unread = stream.select("id", ORD)._jdf.queryExecution().optimizedPlan().toString()
-    assert "Window" not in unread and "Join" not in unread
+    assert "Window" not in unread and "Join" not in unread and "subquery" not in unread
     read = stream.select("id", POS)._jdf.queryExecution().optimizedPlan().toString()
-    assert "Window" in read
+    assert "Window" in read and "scalar-subquery" in read
 
 
 def test_an_output_of_one_bucket_samples_nothing(spark: SparkSession, output: str) -> None:

@@ -105,6 +105,21 @@ def test_parquet_is_ordered_from_its_listing_and_counted_only_when_positions_are
     assert "Join" not in plan
 
 
+@pytest.mark.parametrize("name", ["a=1,b+c~d", "sp ace%20x", "é中'q"])
+def test_a_local_path_of_any_characters_is_ordered_from_its_listing(
+    spark: SparkSession, tmp_path: Path, name: str
+) -> None:
+    """No job checks how Spark spells a local path (``_spark_path`` is the whole rule): a
+    path spelled otherwise would fail the job, naming it."""
+    path = tmp_path / name
+    path.mkdir()
+    for i in range(3):
+        pq.write_table(pa.table({"f": [i] * 4, "r": list(range(4))}), path / f"part-{i}.parquet")
+    stream = read_stream(spark, str(path), format="parquet")
+    assert "__p_ord" in stream.columns  # numbered from the listing and the row index
+    assert positions(stream, "f", "r") == [(f, r) for f in range(3) for r in range(4)]
+
+
 def test_file_index_finds_every_listed_path(spark: SparkSession) -> None:
     names = sorted(
         {

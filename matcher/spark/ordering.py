@@ -9,33 +9,35 @@ output is decided there. So the order is a column, ``__p_ord``: the struct of th
 ``orderBy`` sorts (ascending, nulls first, NaN last, ``-0.0`` equal to ``0.0``), and
 which a window ``ORDER BY __p_ord`` within a key sorts without a global sort.
 
-The dense position, ``__pos``, is computed only by a plan that reads it, in SQL that gives
-the same numbers every time the plan runs (a sort's own range partitioning does not: its
-bounds come from a random sample each execution, and adaptive execution coalesces its
-partitions by the bytes it saw). Its pieces are fixed once, on the driver:
+The dense position, ``__pos``, is computed only by a plan that reads it. It needs no driver
+work while the plan is built, so reading an output runs no job for it:
 
-* *bounds*: a sample of the order's key, sorted on the driver in Spark's order, every k-th
-  value kept; each row's *bucket* is the number of bounds at or below its key (a binary
-  search in SQL over the bounds as literals). Buckets are ranges of the order, so a row's
-  position is the rows of the buckets before its own plus its rank within its bucket. An
-  output of at most ``ROWS_PER_BUCKET`` rows is one bucket and samples nothing;
+* *bounds*: a scalar subquery (``DataFrame.scalar``), which Spark runs once per query and
+  only in a plan that reads positions: it counts the rows, samples the order's key
+  (``SAMPLE_PER_BUCKET`` keys a bucket of ``ROWS_PER_BUCKET`` rows) and keeps every k-th
+  sampled key, sorted. Each row's *bucket* is the number of bounds at or below its key, a
+  binary search in SQL over a fixed number of slots (``_slots``: how many buckets the scan's
+  size could need, from the optimizer's statistics; slots past the bounds are empty). An
+  output of at most ``ROWS_PER_BUCKET`` rows is one bucket;
 * the rows per bucket: an aggregation, prefix-summed over the buckets and joined back by
   broadcast, computed (like the rank) only by a plan that reads positions.
 
 Then ``__pos`` = the bucket's first position + ``row_number() OVER (PARTITION BY bucket
 ORDER BY __p_ord)`` - 1: a shuffle by bucket, done by whichever job reads positions (the
-explanation of a divergence), never by screening, since Spark prunes a window nothing reads.
+explanation of a divergence), never by screening, since Spark prunes what nothing reads.
+Buckets are ranges of the order and ``__p_ord`` holds no ties, so the positions are the
+dense ranks in that order whatever the sample gave: the same numbers every time the plan
+runs (a sort's own range partitioning gives no such numbers, its partitions being what
+its sample and adaptive execution made of them).
 
-The key the bounds compare is the order with each value made exact as a Python literal and
-back: timestamps as microseconds, dates as days, booleans as 0/1; integers, floats,
-decimals and strings as they are. An ``order_by`` column of another type (``timestamp_ntz``,
-binary, arrays, structs) is ordered by the eager way instead (``eager``): a range-partitioned
-sort materialised once.
+The key the bounds compare keeps the order: timestamps as microseconds, dates as days,
+booleans as 0/1; integers, floats, decimals and strings as they are. An ``order_by`` column
+of another type (``timestamp_ntz``, binary, arrays, structs) is ordered by the eager way
+instead (``eager``): a range-partitioned sort materialised once.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -59,11 +61,14 @@ _BUCKET = "__p_bucket"
 _KEY = "__p_okey"
 _RANK = "__p_orank"
 _FIRST = "__p_ofirst"
+_BOUNDS = "__p_obounds"
 #: sampled rows per bucket: bounds near the quantiles, so buckets stay near equal
 SAMPLE_PER_BUCKET = 64
 #: rows per bucket aimed at: a bucket is one task of the job that numbers the stream
 ROWS_PER_BUCKET = 500_000
 MAX_BUCKETS = 512
+#: the fewest bytes a row takes in a scan's size: what bounds the number of buckets
+ROW_BYTES_AT_LEAST = 4
 _EXACT = (IntegralType, FloatType, DoubleType, DecimalType, StringType)
 
 
@@ -89,11 +94,10 @@ def number_by_order(
     )
     key = F.struct(*[k.alias(f"o{i}") for i, k in enumerate(keys)], F.col(tie).alias("tie"))
     keyed = natural.select(*[column(c) for c in data], order.alias(ORD), key.alias(_KEY))
-    rows = natural.count()
-    buckets = max(1, min(MAX_BUCKETS, -(-rows // ROWS_PER_BUCKET)))
-    bounds = _bounds(keyed, rows, buckets)
-    with_bucket = keyed.select(
-        *[column(c) for c in data], ORD, _search(F.col(_KEY), bounds, 0, len(bounds)).alias(_BUCKET)
+    slots = _slots(natural)
+    bounded = keyed.select(*[column(c) for c in data], ORD, _KEY, _bounds(keyed, slots))
+    with_bucket = bounded.select(
+        *[column(c) for c in data], ORD, F.expr(_search(0, slots)).alias(_BUCKET)
     )
     rank = F.row_number().over(Window.partitionBy(_BUCKET).orderBy(ORD))
     positions = with_bucket.select(*[column(c) for c in data], ORD, _BUCKET, rank.alias(_RANK))
@@ -132,52 +136,47 @@ def _key_of(value: Column, type_: DataType) -> Column | None:
     return None
 
 
-def _bounds(keyed: DataFrame, rows: int, buckets: int) -> list[Column]:
-    """Up to ``buckets - 1`` distinct keys near the quantiles of a sample, ascending, as
-    literals of the key's own type."""
-    if buckets <= 1 or rows == 0:
-        return []
-    fraction = min(1.0, SAMPLE_PER_BUCKET * buckets / rows)
-    sample = sorted(
-        (tuple(row[0]) for row in keyed.select(_KEY).sample(False, fraction, seed=17).collect()),
-        key=_sort_key,
+def _slots(natural: DataFrame) -> int:
+    """How many bounds the search has room for: the buckets of the most rows the scan can
+    hold, from the size the optimizer gives it (a file listing: no job), at
+    ``ROW_BYTES_AT_LEAST`` bytes a row. Fewer rows leave the last slots empty; more only
+    make buckets larger."""
+    size = int(str(natural._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    rows = size // ROW_BYTES_AT_LEAST
+    return max(0, min(MAX_BUCKETS, -(-rows // ROWS_PER_BUCKET)) - 1)
+
+
+def _bounds(keyed: DataFrame, slots: int) -> Column:
+    """Up to ``slots`` keys near the quantiles of a sample, ascending (``_BOUNDS``): a scalar
+    subquery, which Spark runs once, and only in a plan that reads positions. The stream's
+    rows give the buckets, ``ROWS_PER_BUCKET`` rows each; the sample, ``SAMPLE_PER_BUCKET``
+    keys a bucket, gives their bounds. ``null`` when one bucket holds every row."""
+    if not slots:
+        return F.lit(None).alias(_BOUNDS)
+    fraction = min(1.0, SAMPLE_PER_BUCKET / ROWS_PER_BUCKET)
+    sampled = keyed.select(F.col(_KEY), (F.rand(17) < fraction).alias("s"))
+    stats = sampled.agg(
+        F.count(F.lit(1)).alias("n"),
+        F.sort_array(F.collect_list(F.when(F.col("s"), F.col(_KEY)))).alias("k"),
     )
-    picked: list[tuple[object, ...]] = []
-    for index in range(1, buckets):
-        row = sample[len(sample) * index // buckets] if sample else None
-        if row is not None and (not picked or _sort_key(picked[-1]) != _sort_key(row)):
-            picked.append(row)
-    key_type = keyed.schema[_KEY].dataType
-    return [
-        F.struct(
-            *[
-                F.lit(value).cast(field.dataType).alias(field.name)
-                for value, field in zip(row, key_type.fields, strict=True)  # type: ignore[attr-defined]
-            ]
-        )
-        for row in picked
-    ]
-
-
-def _sort_key(values: tuple[object, ...]) -> tuple[tuple[object, ...], ...]:
-    """Spark's ascending order of a key's values, in Python: nulls first, NaN after every
-    number (``-0.0`` and ``0.0`` are equal in both), strings by code point (UTF-8's byte
-    order, which Spark compares)."""
-    return tuple(
-        (0,) if v is None else (2,) if isinstance(v, float) and math.isnan(v) else (1, v)
-        for v in values
+    buckets = f"least({slots + 1}, greatest(1, ceil(n / {ROWS_PER_BUCKET})))"
+    picked = (
+        f"CASE WHEN {buckets} > 1 THEN filter(transform(sequence(1, {buckets} - 1),"
+        f" i -> try_element_at(k, CAST(floor(size(k) * i / {buckets}) AS INT) + 1)),"
+        " b -> b IS NOT NULL) END"
     )
+    return stats.select(F.expr(picked)).scalar().alias(_BOUNDS)
 
 
-def _search(key: Column, bounds: Sequence[Column], lo: int, hi: int) -> Column:
-    """How many of ``bounds[lo:hi]`` (ascending) are at or below ``key``, plus ``lo``: a
-    binary search, ``log2(len(bounds))`` comparisons per row."""
+def _search(lo: int, hi: int) -> str:
+    """SQL for how many of the bounds in slots ``lo`` to ``hi`` (ascending; an empty slot is
+    above every key) are at or below the row's key, plus ``lo``: a binary search,
+    ``log2(slots)`` comparisons per row."""
     if lo == hi:
-        return F.lit(lo)
+        return str(lo)
     mid = (lo + hi) // 2
-    return F.when(key < bounds[mid], _search(key, bounds, lo, mid)).otherwise(
-        _search(key, bounds, mid + 1, hi)
-    )
+    below = f"coalesce({_KEY} < try_element_at({_BOUNDS}, {mid + 1}), true)"
+    return f"CASE WHEN {below} THEN {_search(lo, mid)} ELSE {_search(mid + 1, hi)} END"
 
 
 def aligned_orders(reference: DataFrame, candidate: DataFrame) -> tuple[DataFrame, DataFrame]:

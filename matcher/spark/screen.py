@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, Row
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from matcher.dependence import Dependence
 from matcher.errors import InputError
@@ -76,6 +77,7 @@ from matcher.spark.schema import ORD, POS, Streams, column
 
 _H1, _NAN, _RANK, _KIND = DIGEST, NAN, "__p_rank", "__p_kind"
 _PAIR_OK, _CUT = "__p_pair_ok", "__p_cut"
+_ORDER = "__p_o"
 #: an event of a pair before its chain's cut (all matched)
 _BEFORE = f"{_RANK} < {_CUT}"
 _BAD, _BAD2 = "__p_bad_h", "__p_bad_h2"
@@ -115,21 +117,23 @@ def screening_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame
     """One row per group: its 128-bit hash, counts per side, the XORed digests, whether it
     agrees (``ok``)."""
     kind = plan.layout.type_column
-    extra = [] if kind is None else [f"CAST({ident(kind)} AS STRING) AS {_KIND}"]
+    extra = [] if kind is None else [f"CAST({ident(kind)} AS STRING) AS {_KIND}", ORD]
+    order = _order_fields(reference, candidate)
     # Only longs cross the shuffle: the group as two 64-bit hashes (Spark sorts on a long
     # prefix, where a struct key would be compared field by field) and the stream order.
     events = tagged_union(plan, reference, candidate).selectExpr(
         *group_hashes(),
         SIDE,
-        ORD,
+        *[f"{field} AS {name}" for name, field in order],
         KEYED,
         TYPE_OK,
         *extra,
         *digest_columns(plan.fields, plan.equality),
     )
+    by = ", ".join(name for name, _ in order)
     ranked = events.repartition(_GH).selectExpr(
         "*",
-        f"row_number() OVER (PARTITION BY {_GH}, {_GH2}, {SIDE} ORDER BY {ORD}) AS {_RANK}",
+        f"row_number() OVER (PARTITION BY {_GH}, {_GH2}, {SIDE} ORDER BY {by}) AS {_RANK}",
     )
 
     def xor(side: int, salt: str) -> str:
@@ -152,6 +156,16 @@ def screening_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame
     per_group = ranked.groupBy(_GH, _GH2).agg(*[F.expr(a) for a in aggregates])
     ok = "nr = nc AND r1 <=> c1 AND r2 <=> c2 AND NOT nan"
     return per_group.selectExpr("*", f"{ok} AS ok")
+
+
+def _order_fields(reference: DataFrame, candidate: DataFrame) -> list[tuple[str, str]]:
+    """The stream order as ``(name, SQL)`` columns to sort by: the fields of the order
+    struct (``matcher.spark.ordering``) one by one, which cross a shuffle in fewer bytes
+    than the struct and sort on a long's prefix, or the order itself when not a struct."""
+    kind = reference.schema[ORD].dataType if ORD in reference.columns else None
+    if not isinstance(kind, StructType):
+        return [(_ORDER, ORD)]
+    return [(f"{_ORDER}{i}", f"{ORD}.{ident(f.name)}") for i, f in enumerate(kind.fields)]
 
 
 def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Screen:

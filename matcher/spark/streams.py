@@ -237,6 +237,10 @@ def _number_by_row_index(df: DataFrame) -> DataFrame | None:
     joined back by broadcast, that Spark computes only in a plan that reads ``__pos``
     (the join is a left join on a grouped table, which the optimizer drops when nothing
     reads from it). Screening needs only the order, so an equivalent output never counts.
+
+    A local file's path is spelled the same way in both but for ``file:///`` (``_spark_path``,
+    whatever characters it holds: ``tests/test_spark_streams.py``); a path elsewhere is
+    checked against one row's first, at the cost of a small job.
     """
     try:
         files = sorted(df.inputFiles(), key=urllib.parse.unquote)
@@ -250,9 +254,10 @@ def _number_by_row_index(df: DataFrame) -> DataFrame | None:
     if not files or len(files) > LISTED_FILES:
         return None
     names = [_spark_path(f) for f in files]
-    sample = indexed.select(_FILE).limit(1).collect()
-    if sample and sample[0][_FILE] not in set(names):  # a path written another way
-        return None
+    if not all(f.startswith("file:///") for f in files):  # a store may spell paths its way
+        sample = indexed.select(_FILE).limit(1).collect()
+        if sample and sample[0][_FILE] not in set(names):
+            return None
     data = df.columns
     index = file_index(names)
     with_order = indexed.select(
