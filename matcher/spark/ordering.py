@@ -153,8 +153,10 @@ def _bounds(keyed: DataFrame, slots: int) -> Column:
     keys a bucket, gives their bounds. ``null`` when one bucket holds every row."""
     if not slots:
         return F.lit(None).alias(_BOUNDS)
-    fraction = min(1.0, SAMPLE_PER_BUCKET / ROWS_PER_BUCKET)
-    sampled = keyed.select(F.col(_KEY), (F.rand(17) < fraction).alias("s"))
+    # a deterministic sample, one key in ``period`` by its hash (a seeded ``rand`` would
+    # make the subquery, and so every plan that reads it, nondeterministic to Spark)
+    period = max(1, ROWS_PER_BUCKET // SAMPLE_PER_BUCKET)
+    sampled = keyed.select(F.col(_KEY), F.expr(f"pmod(xxhash64({_KEY}), {period}) = 0").alias("s"))
     stats = sampled.agg(
         F.count(F.lit(1)).alias("n"),
         F.sort_array(F.collect_list(F.when(F.col("s"), F.col(_KEY)))).alias("k"),
