@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
 import shlex
 import subprocess
 import sys
 import textwrap
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -290,6 +293,21 @@ def test_witness_values_are_printable_and_truncated(
     assert row == "  * text   | 'bell\\x07tab\\there' | 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx..."
     assert show(None) == "null"
     assert show(True) == "true"
+
+
+def test_values_print_as_the_json_documents_spell_them() -> None:
+    """Spark gives datetimes, decimals and NaN where the core's JSON reading gives strings
+    and numbers: each prints one way on every path."""
+    when = dt.datetime(2024, 5, 1, 6, 0)
+    assert show(when) == "2024-05-01T06:00:00"
+    assert show(dt.date(2024, 5, 1)) == "2024-05-01"
+    assert show(Decimal("12.50")) == "12.50"
+    assert [show(v) for v in (math.nan, math.inf, -math.inf, 1.5)] == [
+        "NaN", "Infinity", "-Infinity", "1.5",
+    ]  # fmt: skip
+    assert show(("T1", when)) == "('T1', 2024-05-01T06:00:00)"
+    assert show(("T1",)) == "('T1',)"
+    assert show({"at": [when, None]}) == "{'at': [2024-05-01T06:00:00, null]}"
 
 
 # --- errors: exit 2, one line, no traceback -------------------------------------------------

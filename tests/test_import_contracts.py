@@ -33,6 +33,7 @@ PLANTED = {
     "runs": ("parity/runs/submits.py", "import matcher.store"),
     "recovery": ("parity/recovery/crashes.py", "import matcher.spark.outputs"),
     "properties": ("parity/properties/runner.py", "import parity.views.report"),
+    "testing": ("parity/testing.py", "import matcher.store"),
     "expectations": ("expectations/suites.py", "import parity.views.report"),
     "jobs": ("jobs/match.py", "import parity.cli.render"),
     "plugin": ("plugins/parity_ui/views.py", "import matcher.spark.streams"),
