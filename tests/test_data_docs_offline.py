@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, sync_playwright
+from playwright.sync_api import Browser, Page, Route
 from pyspark.sql import SparkSession
 
 from expectations.runner import run_expectations
@@ -30,10 +30,9 @@ from matcher.store import DATA_DOCS_DIR, RunOutcome, RunStart, Store
 from matcher.verdict import Verdict
 from parity.cli import main
 
-pytest_plugins = ("tests.spark_fixtures", "store_fixtures")
+pytest_plugins = ("tests.spark_fixtures", "store_fixtures", "browser_fixtures")
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(600)]
 
-CHROMIUM = Path("/usr/bin/chromium")
 RUN_ID = "parity__taxi/adhoc__offline"
 # Rendered as HTML, this would request an image from the network (and run a script).
 HOSTILE = '<img src="https://evil.example/x.png" onerror="alert(1)">'
@@ -55,18 +54,6 @@ SUITE = {
         },
     ],
 }
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture

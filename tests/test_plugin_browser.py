@@ -30,15 +30,15 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 from test_plugin import JWT_SECRET, PLUGINS, R1, R2, R3, R4, R5, REPO, airflow_home, seed
 
 from matcher.store import Store
 
-pytest_plugins = ("airflow_fixtures",)  # the session's migrated metadata database
+# the session's migrated metadata database; Chromium
+pytest_plugins = ("airflow_fixtures", "browser_fixtures")
 
 AIRFLOW = Path(sys.executable).parent / "airflow"
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = REPO / "docs" / "screenshots"
 PASSWORD = "parity-browser-test"
 
@@ -130,23 +130,6 @@ def airflow_url(tmp_path_factory: pytest.TempPathFactory, airflow_db: Path) -> I
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.is_file():
-        pytest.fail(
-            f"{CHROMIUM} is missing: install Debian's chromium "
-            "(apt-get install -y --no-install-recommends chromium); the browser test is "
-            "never skipped.",
-            pytrace=False,
-        )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def _screenshot(page: Any, directory: Path, name: str, *, readme: bool = False) -> Path:

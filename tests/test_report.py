@@ -140,6 +140,31 @@ def test_report_document_is_exact(sample: RunRecord) -> None:
             "finished_at": "2026-03-01T02:03:04.500000+00:00",
             "duration_seconds": 184.5,
         },
+        "headline": {
+            "sides": [
+                {"side": "reference", "events": 10, "matched": 8, "rate": 0.8},
+                {"side": "candidate", "events": 9, "matched": 8, "rate": 8 / 9},
+            ],
+            "text": "8 of 10 reference events matched (80.0%), "
+            "8 of 9 candidate events matched (88.9%)",
+            "columns": [
+                {
+                    "column": "km",
+                    "mismatches": 1,
+                    "text": "km differs in 1 of 9 paired events (11.1%)",
+                }
+            ],
+            "patterns": [
+                {
+                    "kind": "corruption",
+                    "columns": ["km"],
+                    "count": 1,
+                    "first": 0,
+                    "text": "corruption on km",
+                },
+                {"kind": "loss", "columns": [], "count": 1, "first": 1, "text": "loss"},
+            ],
+        },
         "counts": {"loss": 1, "duplication": 0, "reordering": 0, "corruption": 1},
         "total_divergences": 2,
         "empty": False,
@@ -294,7 +319,7 @@ def parse(page: str) -> Elements:
 PAGE_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "p", "span",
     "nav", "a", "table", "tr", "th", "td", "details", "summary", "section", "colgroup", "col",
-    "pre",
+    "pre", "ul", "li",
 }  # fmt: skip
 
 
@@ -402,7 +427,9 @@ def test_html_shows_the_run(sample: RunRecord) -> None:
         "1 of 2 divergences are not explained by noise: corruption of km",
         "reference_runs 2 noisy_keys 'T2' (events) noisy_columns none",
         "rows 10 9 keys 2 2 barriers 0 0",
-        "column corruptions km 1",
+        "8 of 10 reference events matched (80.0%), 8 of 9 candidate events matched (88.9%)",
+        "What differs km differs in 1 of 9 paired events (11.1%)",
+        "corruption on km · 1 of the 2 shown",
         "Divergence 1 of 2: corruption, key 'T1', reference #3, candidate #3",
         "≠ km 1.5 1.75",
         "Divergence 2 of 2: loss, key 'T2', reference #7, candidate near #6 noise: events",
@@ -441,15 +468,34 @@ def test_report_command_json_html_and_summary(
     assert main(["report", run_id, "--db", sqlite_url]) == 0
     assert capsys.readouterr().out == (
         "run parity__taxi/scheduled__2026-03-01: taxi, divergent (gate closed: verdict divergent)\n"
+        "matched: 8 of 10 reference events matched (80.0%), "
+        "8 of 9 candidate events matched (88.9%)\n"
         "versions: reference v1, candidate v2\n"
         'slice: {"column": "event_time", "window": "1d"}\n'
         "started 2026-03-01 02:00:00 UTC, finished 2026-03-01 02:03:04 UTC after 184.5s\n"
         "counts: loss 1, duplication 0, reordering 0, corruption 1 (2 total)\n"
+        "  km differs in 1 of 9 paired events (11.1%)\n"
         "expectations: 1 of 2 met; Data Docs /runs/taxi/1/report/data_docs/index.html\n"
         "  failed: derived_from_reference (candidate) expect_table_row_count_to_be_between("
         "min_value=10, max_value=10): observed 9\n"
-        "witnesses: 2 stored (parity report parity__taxi/scheduled__2026-03-01 --html PATH "
-        "shows them)\n"
+        "witnesses: all 2 divergences stored (parity report parity__taxi/scheduled__2026-03-01 "
+        "--html PATH shows them all)\n"
+        "\n"
+        "pattern: corruption on km: 1 of the 2 stored\n"
+        "divergence 1 of 2: corruption, key 'T1', reference #3, candidate #3\n"
+        "  reference event #3 became candidate event #3: km differ\n"
+        "    column  | reference | candidate\n"
+        "    taxi_id | 'T1'      | 'T1'\n"
+        "    seq     | 2         | 2\n"
+        "  * km      | 1.5       | 1.75\n"
+        "\n"
+        "pattern: loss: 1 of the 2 stored\n"
+        "divergence 2 of 2: loss, key 'T2', reference #7, candidate near #6\n"
+        "  reference event #7 is missing from the candidate (expected near #6)\n"
+        "    column  | reference | candidate\n"
+        "    taxi_id | 'T2'      | -\n"
+        "    seq     | 0         | -\n"
+        "    km      | 0.0       | -\n"
     )
 
 
@@ -562,7 +608,7 @@ def test_the_text_summary_names_each_failed_expectation_up_to_twenty(sample: Run
     failed[0] = dataclasses.replace(failed[0], kwargs={"column": hostile})
     passed = ExpectationRecord("sane", "candidate", "expect_column_to_exist", True, {"column": "x"})
     text = render_summary(dataclasses.replace(sample, expectations=(passed, *failed)))
-    lines = [line for line in text.splitlines() if line.startswith("  ")]
+    lines = [line for line in text.splitlines() if line.startswith(("  failed: ", "  ... and"))]
     assert len(lines) == FAILED_SHOWN + 1
     assert lines[1] == (
         '  failed: sane (candidate) expect_column_values_to_not_be_null(column="c1"): '

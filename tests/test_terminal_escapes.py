@@ -82,7 +82,8 @@ def test_the_report_summary_shows_stored_text_escaped(sqlite_url: str) -> None:
     lines = summary.splitlines()
     assert lines[0].startswith(f"run run-1: taxi{SHOWN}, ")
     assert lines[0].endswith(f"(gate closed: verdict divergent{SHOWN})")
-    assert lines[1] == f"versions: reference v1{SHOWN}, candidate v2{SHOWN}"
+    assert lines[1].startswith("matched: ")
+    assert lines[2] == f"versions: reference v1{SHOWN}, candidate v2{SHOWN}"
     assert any(line.startswith("  divergent added") and SHOWN in line for line in lines)
 
 

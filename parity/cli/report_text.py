@@ -9,14 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from matcher.equality import Equality
 from matcher.gate import empty_outputs
 from matcher.store import RunRecord
 from matcher.verdict import EMPTY_WARNING
 from parity.views.crash_log import invalid_note
 from parity.views.crash_log import recovery_view as _recovery
+from parity.views.headline import headline, patterns
 from parity.views.printable import compact, printable
 from parity.views.properties import properties_document, property_rows
 from parity.views.report import data_docs_path
+from parity.views.verdict_text import witness_lines
 
 if TYPE_CHECKING:
     from parity.views.approvals import RunApprovals
@@ -44,8 +47,13 @@ def render_summary(record: RunRecord, approvals: RunApprovals | None = None) -> 
         ),
     ]
     properties = properties_document(record)
+    head = headline(record) if properties is None else None
+    if head is not None:
+        lines.insert(1, f"matched: {head['text']}")
     if properties is None:
         lines.append(f"counts: {counts} ({record.total_divergences} total)")
+        if head is not None:
+            lines.extend(f"  {line['text']}" for line in head["columns"])
     else:
         lines.extend(_properties(properties))
     recovery = _recovery(record)
@@ -82,11 +90,49 @@ def render_summary(record: RunRecord, approvals: RunApprovals | None = None) -> 
     lines.extend(_expectations(record))
     lines.extend(_approvals(approvals))
     if record.divergences:
-        lines.append(
-            f"witnesses: {len(record.divergences)} stored "
-            f"(parity report {record.run_id} --html PATH shows them)"
-        )
+        lines.extend(_witnesses(record, head))
     return "".join(printable(line) + "\n" for line in lines)
+
+
+#: witness patterns whose first example the text summary shows as a table
+PATTERNS_SHOWN = 5
+
+
+def _witnesses(record: RunRecord, head: dict[str, Any] | None) -> list[str]:
+    """The stored witnesses by pattern (kind and differing columns), with the first
+    example of each as the side-by-side table ``parity compare`` prints."""
+    stored = len(record.divergences)
+    total = record.total_divergences
+    which = f"all {stored}" if stored >= total else f"the first {stored} of {total:,}"
+    lines = [
+        f"witnesses: {which} divergences stored "
+        f"(parity report {record.run_id} --html PATH shows them all)"
+    ]
+    groups = patterns(record.divergences) if head is None else head["patterns"]
+    by_ordinal = {d.ordinal: d for d in record.divergences}
+    equality = _equality(record)
+    for group in groups[:PATTERNS_SHOWN]:
+        lines.append("")
+        lines.append(f"pattern: {group['text']}: {group['count']} of the {stored} stored")
+        example = by_ordinal[group["first"]]
+        lines.extend(
+            witness_lines(
+                example.ordinal + 1, record.total_divergences, example.to_divergence(), equality
+            )
+        )
+    if len(groups) > PATTERNS_SHOWN:
+        lines.append("")
+        lines.append(f"... and {len(groups) - PATTERNS_SHOWN} more patterns (see the HTML report)")
+    return lines
+
+
+def _equality(record: RunRecord) -> Equality:
+    """The columns the run's spec ignored (marked in the tables); none when unknown."""
+    spec = record.spec if isinstance(record.spec, dict) else {}
+    equality = spec.get("equality") if isinstance(spec.get("equality"), dict) else {}
+    ignore = equality.get("ignore") if isinstance(equality, dict) else None
+    names = [c for c in ignore if isinstance(c, str)] if isinstance(ignore, list) else []
+    return Equality(ignore=frozenset(names))
 
 
 def _properties(document: dict[str, Any]) -> list[str]:

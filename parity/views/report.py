@@ -8,15 +8,17 @@
     page = render_report_html(record, links={"Airflow DAG run": "/dags/parity__taxi/runs/x"})
     document = report_document(record, run_approvals(store, record))   # with its approvals
 
-The page answers, in order: the verdict (and whether the gate opened); what was compared
-(validation, both versions, input slice, timings); how much noise the reference showed and
-which divergences it explains; counts per kind; the schema findings (added, removed,
-retyped, nullability, order; divergent or listed); per-side row, key and barrier counts; the
-columns that differed most; each witness as a side-by-side diff of the reference and the
-candidate event with the differing columns highlighted; the expectation results per suite
-(each with its arguments, what GX observed, the unexpected counts and GX's sample of
-unexpected values: the page shows offline what GX's Data Docs, which load their styles and
-scripts from public CDNs, show only online) with a link to the Data Docs. A recovery run
+The page answers, in order: the verdict (and whether the gate opened); how much of each
+side matched, the counts per kind and a line per column that differed, all on the first
+screen (``parity.views.headline``); the approvals; the expectation results per suite (each
+with its arguments, what GX observed, the unexpected counts and GX's sample of unexpected
+values: the page shows offline what GX's Data Docs, which load their styles and scripts
+from public CDNs, show only online) with a link to the Data Docs; the schema findings
+(added, removed, retyped, nullability, order; divergent or listed); the witnesses grouped
+by pattern (kind and differing columns), one example of each open as a side-by-side diff
+of the reference and the candidate event with the differing columns highlighted, the
+others folded; how much noise the reference showed and which divergences it explains;
+per-side row, key and barrier counts; the run's facts, and its spec folded. A recovery run
 adds its crash log; a properties run (no verdict: it judges nothing) shows its properties
 instead of the divergence counts (``parity.views.properties``).
 
@@ -48,6 +50,7 @@ from matcher.store.records import PROPERTIES
 from matcher.verdict import EMPTY_WARNING, KINDS
 from parity.views.approvals import RunApprovals, describe_row, describe_signature, describe_state
 from parity.views.crash_log import recovery_view
+from parity.views.headline import headline
 from parity.views.printable import compact, printable
 from parity.views.printable import show as shown
 from parity.views.properties import properties_document, property_rows
@@ -93,6 +96,8 @@ def report_document(record: RunRecord, approvals: RunApprovals | None = None) ->
                 None if record.duration is None else record.duration.total_seconds()
             ),
         },
+        # what matched and what differs, at a glance (``parity.views.headline``)
+        "headline": None if record.kind == PROPERTIES else headline(record),
         "counts": {kind: record.counts[kind] for kind in KINDS},
         "total_divergences": record.total_divergences,
         "empty": empty_outputs(record.stats),
@@ -261,6 +266,7 @@ def render_report_html(
         data_docs=data_docs,
         expectation_suites=[_suite_view(suite) for suite in document["expectations"]["suites"]],
         witnesses=[_witness_view(d, record.total_divergences) for d in document["divergences"]],
+        patterns=_pattern_views(document),
         side_metrics=_side_metrics(document["sides"]),
         scalar_stats=_scalar_stats(document["stats"]),
         noise_rows=_noise_rows(document["noise"]),
@@ -440,6 +446,24 @@ def _witness_view(d: Mapping[str, Any], total: int) -> dict[str, Any]:
         for row in d["diff"]
     ]
     return {**d, "title": title, "rows": rows}
+
+
+def _pattern_views(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stored witnesses by pattern (``parity.views.headline.patterns``), each with its
+    witnesses' views, the first being the example the page shows open."""
+    head = document["headline"]
+    if head is None:
+        return []
+    total = document["total_divergences"]
+    views: dict[tuple[str, tuple[str, ...]], list[dict[str, Any]]] = {}
+    for d in document["divergences"]:
+        views.setdefault((d["kind"], tuple(sorted(d["columns"]))), []).append(
+            _witness_view(d, total)
+        )
+    return [
+        {**group, "witnesses": views.get((group["kind"], tuple(group["columns"])), [])}
+        for group in head["patterns"]
+    ]
 
 
 def _position(position: int | None) -> str:
