@@ -87,7 +87,8 @@ def test_the_report_shows_the_findings_escaped(sqlite_url: str) -> None:
     assert "the run is divergent by its schema" in page
     assert f'<td class="value">k, {escaped}</td>' in page
     lines = render_summary(record).splitlines()
-    assert lines[4:9] == [
+    assert lines[1] == "matched: both outputs are empty"
+    assert lines[5:10] == [
         "counts: loss 0, duplication 0, reordering 0, corruption 0 (0 total)",
         "warning: both outputs are empty: there was no output to compare",
         "schema: 3 differences (1 divergent) under schema.mode compatible",

@@ -27,11 +27,52 @@ def show(value: Any, *, width: int, documents: bool = False) -> str:
     ``...``. The same value prints the same way whichever engine read it (Spark gives
     ``datetime`` objects where a JSON document holds strings). ``documents``: objects and
     arrays as compact JSON rather than Python's ``repr``."""
-    text = compact(value) if documents and isinstance(value, dict | list) else _text(value)
+    text = compact(value) if documents and isinstance(value, dict | list) else _text(value, width)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _text(value: Any) -> str:
+class _Written(str):
+    """Text already written (brackets, separators), told apart from a string value."""
+
+
+def _text(value: Any, width: int) -> str:
+    """``value`` written out, containers too, up to a little past ``width`` characters:
+    a loop over a stack, so a value nested to the reader's bound (``MAX_NESTING`` levels)
+    is written as far as it is shown, without Python's recursion."""
+    out: list[str] = []
+    size = 0
+    stack: list[Any] = [value]
+    while stack and size <= width:
+        item = stack.pop()
+        if isinstance(item, _Written):
+            text = str(item)
+        elif isinstance(item, tuple | list | dict):
+            stack.extend(reversed(_parts(item)))
+            continue
+        else:
+            text = _scalar(item)
+        out.append(text)
+        size += len(text)
+    return "".join(out)
+
+
+def _parts(container: tuple[Any, ...] | list[Any] | dict[Any, Any]) -> list[Any]:
+    """A container as its brackets, separators and items, in writing order."""
+    if isinstance(container, dict):
+        items: list[Any] = []
+        for i, (key, item) in enumerate(container.items()):
+            items.extend([_Written(", ")] if i else [])
+            items.extend([key, _Written(": "), item])
+        return [_Written("{"), *items, _Written("}")]
+    inside: list[Any] = []
+    for i, item in enumerate(container):
+        inside.extend([_Written(", "), item] if i else [item])
+    if isinstance(container, list):
+        return [_Written("["), *inside, _Written("]")]
+    return [_Written("("), *inside, _Written(",)" if len(container) == 1 else ")")]
+
+
+def _scalar(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -42,13 +83,6 @@ def _text(value: Any) -> str:
         return str(value)
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, tuple):
-        inside = ", ".join(_text(v) for v in value)
-        return f"({inside},)" if len(value) == 1 else f"({inside})"
-    if isinstance(value, list):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{_text(k)}: {_text(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 
