@@ -175,6 +175,11 @@ def test_history_filters(
         "topics-1",
         "parity__taxi/manual__2",
     ]
+    assert ids("--until", "2026-03-02") == [  # inclusive, as the HTTP API's
+        "parity__taxi/manual__2",
+        "parity__taxi/scheduled__1",
+    ]
+    assert ids("--since", "2026-03-02", "--until", "2026-03-02") == ["parity__taxi/manual__2"]
     assert ids("--limit", "1") == ["parity__taxi/scheduled__4"]
     assert ids("--validation", "orders") == []
 
@@ -279,6 +284,11 @@ def test_history_json_gives_the_schema_findings_as_the_report_does(
     ("args", "message"),
     [
         (["--since", "March"], "argument --since: expected a date YYYY-MM-DD, got 'March'"),
+        (["--until", "31/01"], "argument --until: expected a date YYYY-MM-DD, got '31/01'"),
+        (
+            ["--since", "2026-03-02", "--until", "2026-03-01"],
+            "--until 2026-03-01 is before --since 2026-03-02",
+        ),
         (["--limit", "0"], "argument --limit: expected a whole number >= 1, got '0'"),
         (["--verdict", "green"], "argument --verdict: invalid choice: 'green'"),
     ],

@@ -1,7 +1,10 @@
 """``parity history``: the recorded runs, newest first, as a table or JSON.
 
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
-                   [--limit N] [--json] [--db URL]
+                   [--until YYYY-MM-DD] [--limit N] [--json] [--db URL]
+
+``--since`` and ``--until`` are UTC days, both inclusive, as the Parity page's HTTP API
+takes them (``/parity/api/runs?since=&until=``).
 
 The rows are ``parity.views.history``'s, the same the Parity page shows: the GATE column is
 the gate now, marked when an approval opens it or was revoked (``open (approved #3)``), and
@@ -37,6 +40,12 @@ def add_history_parser(commands: Any) -> None:
         help="only runs started that day (UTC) or later",
     )
     history.add_argument(
+        "--until",
+        type=_date,
+        metavar="YYYY-MM-DD",
+        help="only runs started that day (UTC) or earlier",
+    )
+    history.add_argument(
         "--limit",
         type=whole_number(1),
         default=DEFAULT_LIMIT,
@@ -59,15 +68,20 @@ def _date(text: str) -> dt.datetime:
 
 
 def run_history(args: argparse.Namespace, out: TextIO) -> int:
+    from matcher.errors import InputError
     from matcher.store import Store
     from parity.views.approvals import history_approvals
 
+    if args.since is not None and args.until is not None and args.until < args.since:
+        raise InputError(f"--until {args.until:%Y-%m-%d} is before --since {args.since:%Y-%m-%d}")
+    until = None if args.until is None else args.until + dt.timedelta(days=1)
     with Store.open_readonly(args.db) as store:  # a reader: it never migrates nor writes
         runs = store.list_runs(
             validation=args.validation,
             verdict=args.verdict,
             trigger=args.trigger,
             since=args.since,
+            until=until,  # the store's bound is exclusive: the next day's midnight
             limit=args.limit,
         )
         approvals = history_approvals(store, runs)
