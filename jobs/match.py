@@ -55,6 +55,7 @@ from matcher.errors import InputError
 from matcher.failures import check_text_arguments
 from matcher.files import locations
 from matcher.files.compare import compare_files_with_noise
+from matcher.files.differences import DIFFERENCES_FILE, write_verdict_differences
 from matcher.files.output_paths import StagedOutput, StagedRemote, stage_output
 from matcher.noise import NOISE_LIMIT, NoisyComparison
 from matcher.printable import printable
@@ -304,13 +305,18 @@ def run(args: argparse.Namespace) -> int:
         # The heartbeat renews the run's lease: if this process is killed, the run reads as
         # failed once the lease expires (matcher.store.lease), instead of running forever.
         with store.running(start), Heartbeat(store, start.run_id):
-            result = compare(args, spec)
+            table = differences_path(args, spec)
+            result = compare(args, spec, table)
+            extra = args.extra_stats
+            if table is not None:
+                rows = result.verdict.total_divergences
+                extra = {**(extra or {}), "differences": {"path": table, "rows": rows}}
             # Staged before the run is recorded (a file that cannot be written fails the run),
             # placed only once the store holds the verdict: a kill in between leaves no
             # finished document beside a run that reads failed.
             staged = stage_documents(args, verdict_document(start.run_id, result))
             try:
-                outcome = build_outcome(result, args.report_dir, args.extra_stats)
+                outcome = build_outcome(result, args.report_dir, extra)
                 store.record_run(start.run_id, outcome)
                 for document in staged:
                     document.place()
@@ -335,8 +341,23 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(result.status, record_only=args.record_only)
 
 
-def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
-    """The reference against its reruns and the candidate, on the engine ``--engine`` names."""
+def differences_path(args: argparse.Namespace, spec: Spec) -> str | None:
+    """Where the run's every difference goes (``output.differences``): the report folder's
+    ``differences.parquet`` (a file from the core, a directory of Parquet files from
+    Spark); ``None``: not asked for, or no report folder (said on stderr)."""
+    if not spec.output.differences:
+        return None
+    if not args.report_dir:
+        say("match: note: output.differences is set but no --report-dir was given: not written")
+        return None
+    return uris.join(args.report_dir, DIFFERENCES_FILE)
+
+
+def compare(
+    args: argparse.Namespace, spec: Spec, differences: str | None = None
+) -> NoisyComparison:
+    """The reference against its reruns and the candidate, on the engine ``--engine`` names;
+    every difference written at ``differences`` when given."""
     outputs = [args.reference, args.candidate, *args.rerun_reference]
     if args.engine == CORE:
         local = [uris.local_path(output) for output in outputs]
@@ -344,7 +365,7 @@ def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
             if path is None:
                 raise InputError(f"{output}: --engine core reads local outputs only")
         reference, candidate, *reruns = [str(path) for path in local]
-        return compare_files_with_noise(
+        result = compare_files_with_noise(
             spec,
             reference,
             candidate,
@@ -352,6 +373,12 @@ def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
             limit=args.limit,
             noise_limit=args.noise_limit,
         )
+        if differences is not None:
+            target = uris.local_path(differences)
+            if target is None:
+                raise InputError(f"{differences}: --engine core writes local files only")
+            write_verdict_differences(result.verdict, target)
+        return result
     from matcher.spark.noise import compare_with_noise
     from matcher.spark.session import fit_shuffle_partitions, let_cached_plans_coalesce
 
@@ -369,6 +396,7 @@ def compare(args: argparse.Namespace, spec: Spec) -> NoisyComparison:
         limit=args.limit,
         noise_limit=args.noise_limit,
         common=args.common_columns,
+        differences=differences,
     )
 
 

@@ -35,6 +35,7 @@ from matcher.equality import FLAT_CLASSES, PLAIN, Equality, Event
 from matcher.errors import InputError, MatcherError
 from matcher.pairing import needs_pairing, settle
 from matcher.pools import Entry, KeyedPool
+from matcher.profile import Profile
 from matcher.verdict import Divergence, Verdict
 
 SIDES = ("reference", "candidate")
@@ -260,6 +261,8 @@ class StreamMatcher:
             detected_at=self._detected_at,
             dependence=self.dependence.describe(),
             column_mismatches=columns,
+            column_profiles=Profile().add_divergences(divergences).summaries(),
+            every_divergence=tuple(divergences),
             side_stats={side: {"rows": n} for side, n in zip(SIDES, self._lengths, strict=True)},
             warnings=warnings,
         )

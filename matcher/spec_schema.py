@@ -245,10 +245,13 @@ class OutputSpec(_Section):
     """How to read both outputs: their format, the columns that give their order when
     file and row order do not (an output written by many tasks), and, for CSV, the
     columns' types (``schema``: a Spark DDL column list, ``day DATE, total DOUBLE``,
-    ``matcher.ddl``; without it they are inferred as Spark infers them)."""
+    ``matcher.ddl``; without it they are inferred as Spark infers them); ``differences``:
+    whether the match job writes every difference into the run's report folder, for
+    ``parity report RUN --differences PATH`` (``matcher.files.differences``)."""
 
     format: Format | None = None
     order_by: Annotated[tuple[Name, ...], BeforeValidator(_listify)] = ()
+    differences: bool = False
     # "schema" would shadow pydantic's BaseModel.schema(): the YAML key is the alias.
     schema_: str | None = Field(default=None, alias="schema")
 

@@ -118,6 +118,11 @@ class Verdict:
     detected_at: int | None = None
     dependence: str = ""
     column_mismatches: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: per column that differed, what the corruptions did to it, over all of them
+    #: (``matcher.profile.ColumnProfile.summary``)
+    column_profiles: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     #: per side ("reference", "candidate"): statistics such as rows, keys, barriers
     side_stats: Mapping[str, Mapping[str, int]] = field(
         default_factory=lambda: MappingProxyType({})
@@ -128,6 +133,10 @@ class Verdict:
     #: schemas (events given to ``compare``). ``equivalent`` is already false when a finding
     #: is divergent (``matcher.schema.judge``).
     schema: SchemaDiff | None = None
+    #: every divergence, not only the first ``limit`` (the core keeps them, for an export
+    #: of the differences: ``matcher.files.differences``); ``None``: not kept (the Spark paths
+    #: write their table where the data is). Not part of the verdict's value or document.
+    every_divergence: tuple[Divergence, ...] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(
@@ -142,6 +151,7 @@ class Verdict:
         object.__setattr__(
             self, "column_mismatches", MappingProxyType(dict(self.column_mismatches))
         )
+        object.__setattr__(self, "column_profiles", MappingProxyType(dict(self.column_profiles)))
         object.__setattr__(
             self,
             "side_stats",
@@ -179,6 +189,7 @@ class Verdict:
             "total_divergences": self.total_divergences,
             "divergences": [d.to_dict() for d in self.divergences],
             "column_mismatches": dict(self.column_mismatches),
+            "column_profiles": {c: dict(p) for c, p in self.column_profiles.items()},
             "reference_count": self.reference_count,
             "candidate_count": self.candidate_count,
             "matched_count": self.matched_count,

@@ -152,6 +152,7 @@ def test_report_document_is_exact(sample: RunRecord) -> None:
                     "column": "km",
                     "mismatches": 1,
                     "text": "km differs in 1 of 9 paired events (11.1%)",
+                    "detail": None,
                 }
             ],
             "patterns": [

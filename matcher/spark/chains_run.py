@@ -43,9 +43,11 @@ from matcher.classify import Classifier, merge_moves
 from matcher.dependence import Dependence
 from matcher.equality import Equality, Event
 from matcher.pools import Entry
+from matcher.profile import Profile
 from matcher.spark.chains import CORRUPTION, explain_key, run_online
 from matcher.spark.digests import DIGEST, GH, GH2, NAN
-from matcher.spark.events import arrow_events, dumps, loads
+from matcher.spark.events import arrow_events, arrow_values, dumps, loads
+from matcher.spark.profile_arrays import add_pairs
 from matcher.verdict import Divergence
 
 #: the columns ``chain_counter`` reads besides ``matcher.spark.digests``'
@@ -137,7 +139,9 @@ class _Tally:
     fast: bool
     names: list[str]
     limit: int
+    compared: list[str] = field(default_factory=list)  # the column digests' columns
     kinds: Counter[str] = field(default_factory=Counter)
+    profile: Profile = field(default_factory=Profile)
     columns: np.ndarray | None = None
     matched: int = 0
     firsts: tuple[_Firsts, _Firsts] = (_Firsts(0), _Firsts(0))
@@ -182,10 +186,30 @@ class _Tally:
                     first = min(d.sort_key(mode) for d in outcome.divs[mode])
                     self._offer(mode, first, group, part, start, end)
         if corrupted[0]:
-            a = part.columns[ref_rows[np.array(corrupted[0])]]
-            b = part.columns[cand_rows[np.array(corrupted[1])]]
-            differ = (a != b).sum(axis=0)
+            ref_pairs = ref_rows[np.array(corrupted[0])]
+            cand_pairs = cand_rows[np.array(corrupted[1])]
+            differs = part.columns[ref_pairs] != part.columns[cand_pairs]
+            differ = differs.sum(axis=0)
             self.columns = differ if self.columns is None else self.columns + differ
+            self._profile(part.rows.take(ref_pairs), part.rows.take(cand_pairs), differs)
+
+    def _profile(self, reference: pa.Table, candidate: pa.Table, differs: np.ndarray) -> None:
+        """Add the corrupted pairs (row ``i`` of each table) to the profile, column ``j``
+        for the pairs where ``differs[i, j]``, as the core's ``Profile.add`` would."""
+        times = _times(reference, self.names)
+        for j in np.flatnonzero(differs.any(axis=0)).tolist():
+            pairs = np.flatnonzero(differs[:, j])
+            name = self.compared[j]
+            column = self.profile.column(name)
+            olds = arrow_values(reference.take(pairs), name)
+            news = arrow_values(candidate.take(pairs), name)
+            if times is None:
+                moments = None
+            elif isinstance(times, list):
+                moments = [times[i] for i in pairs.tolist()]
+            else:
+                moments = times.take(pairs)
+            add_pairs(column, olds, news, moments)
 
     def _offer(
         self, mode: int, first: tuple[int, int], group: Group, part: _Part, start: int, end: int
@@ -224,19 +248,43 @@ class _Tally:
         for (gh, gh2), (_, events) in self.events.items():
             out.extend({"tag": "event", "gh": gh, "gh2": gh2, "blob": dumps(t)} for t in events)
         out.extend({"tag": "nan", "gh": gh, "gh2": gh2} for gh, gh2 in self.nan)
+        if self.profile.columns:
+            out.append({"tag": "profile", "blob": self.profile.to_partial().encode()})
         return pa.RecordBatch.from_pylist(out, schema=_TALLY)
 
 
+def _times(table: pa.Table, names: Sequence[str]) -> pa.ChunkedArray | list[Any] | None:
+    """Each row's time as ``matcher.profile.time_of`` reads its event: the first of its
+    date and timestamp columns that is not null; ``None``: no such column. One column
+    without a time zone stays an Arrow array (its values are the events' as they are)."""
+    found = [
+        n
+        for n in names
+        if pa.types.is_timestamp(t := table.schema.field(n).type) or pa.types.is_date(t)
+    ]
+    if not found:
+        return None
+    if len(found) == 1 and getattr(table.schema.field(found[0]).type, "tz", None) is None:
+        return table.column(found[0])
+    values = [arrow_values(table, n) for n in found]
+    return [next((v for v in row if v is not None), None) for row in zip(*values, strict=True)]
+
+
 def chain_counter(
-    lengths: Sequence[int], fast: bool, limit: int, names: Sequence[str]
+    lengths: Sequence[int],
+    fast: bool,
+    limit: int,
+    names: Sequence[str],
+    compared: Sequence[str] = (),
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function over a partition sorted by (group, position, side);
     ``fast``: whether ``matcher.compare`` takes its fast path for this equality
-    (``matcher.spark.chains.run_online``); ``names``: the events' columns."""
-    columns = list(names)
+    (``matcher.spark.chains.run_online``); ``names``: the events' columns; ``compared``:
+    the columns of the column digests, in their order."""
+    columns, digested = list(names), list(compared)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tally = _Tally(lengths, fast, columns, limit)
+        tally = _Tally(lengths, fast, columns, limit, digested)
         carry: _Part | None = None
         for batch in batches:
             if batch.num_rows == 0:
@@ -265,6 +313,7 @@ class ChainTally:
     matched: int
     chosen: dict[Group, list[Tagged]]
     nan: list[Group]
+    profile: Profile = field(default_factory=Profile)
 
 
 def read_tally(table: pa.Table, names: Sequence[str], limit: int) -> ChainTally:
@@ -275,6 +324,7 @@ def read_tally(table: pa.Table, names: Sequence[str], limit: int) -> ChainTally:
     firsts: tuple[list[tuple[int, int, int, int]], list[tuple[int, int, int, int]]] = ([], [])
     events: dict[Group, list[bytes]] = {}
     nan: list[Group] = []
+    profile = Profile()
     values = [table.column(c).to_pylist() for c in ("tag", "n", "a", "b", "gh", "gh2", "blob")]
     for tag, n, a, b, gh, gh2, blob in zip(*values, strict=True):
         if tag == "matched":
@@ -287,11 +337,13 @@ def read_tally(table: pa.Table, names: Sequence[str], limit: int) -> ChainTally:
             events.setdefault((gh, gh2), []).append(blob)
         elif tag == "nan":
             nan.append((gh, gh2))
+        elif tag == "profile":
+            profile.merge(Profile.from_partial(blob))
         else:
             kinds[tag] += n
     chosen = {(gh, gh2) for mode in firsts for _, _, gh, gh2 in heapq.nsmallest(limit, mode)}
     kept = {group: [loads(blob) for blob in events[group]] for group in sorted(chosen)}
-    return ChainTally(kinds, columns, matched, kept, nan)
+    return ChainTally(kinds, columns, matched, kept, nan, profile)
 
 
 def explain_chosen(

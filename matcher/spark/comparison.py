@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from matcher.dependence import Dependence
 from matcher.equality import PLAIN, Equality
+from matcher.errors import InputError
 from matcher.online import DEFAULT_LIMIT
 from matcher.schema import DEFAULT_MODE, Mode, judge
 from matcher.spark.barriers import barrier_test
@@ -40,7 +41,7 @@ from matcher.spark.ordering import aligned_orders
 from matcher.spark.per_partition import check_coarse_key, partitioned_union, run_per_partition
 from matcher.spark.result import build_verdict
 from matcher.spark.schema import Streams, reconcile, require_columns
-from matcher.spark.screen import run_screened, screenable, screening_plan
+from matcher.spark.screen import chains_apply, run_screened, screenable, screening_plan
 from matcher.verdict import Verdict
 
 
@@ -79,6 +80,8 @@ class SparkComparison:
     coarse_key: tuple[str, ...] | None = None
     schema_mode: Mode = DEFAULT_MODE
     nullability: tuple[Mapping[str, bool] | None, Mapping[str, bool] | None] = (None, None)
+    #: where to write every difference (``matcher.spark.differences``); ``None``: nowhere
+    differences: str | None = None
 
     def streams(self) -> Streams:
         """Both streams over the same columns, checked against what the spec reads."""
@@ -135,6 +138,9 @@ class SparkComparison:
             return Route("per-partition", layout, reason, canonical)
         return Route("per-partition", layout, reason)
 
+    def _no_differences(self, streams: Streams) -> InputError:
+        return InputError(_no_differences_message(self.dependence))
+
     def matching_plan(self) -> DataFrame:
         """The DataFrame whose plan matches the streams (``explain()`` it): the grouped
         plan, or the union partitioned for the per-partition path."""
@@ -164,10 +170,16 @@ class SparkComparison:
         if route.path == "grouped" and route.layout is not None:
             plan = grouped_plan(streams, route.layout, self.equality)
             if screenable(plan):
-                outcome = run_screened(streams, plan, self.dependence, self.limit)
+                if self.differences is not None and not chains_apply(plan):
+                    raise self._no_differences(streams)
+                outcome = run_screened(streams, plan, self.dependence, self.limit, self.differences)
             else:
+                if self.differences is not None:
+                    raise self._no_differences(streams)
                 outcome = run_grouped(streams, plan, self.dependence, self.limit)
         else:
+            if self.differences is not None:
+                raise self._no_differences(streams)
             notes = []
             if not route.partition_by:
                 notes.append(f"{route.reason}: with no coarse key, matched in a single partition")
@@ -188,6 +200,15 @@ class SparkComparison:
             warnings=[*streams.warnings, *outcome.warnings],
         )
         return judge(verdict, streams.schema)
+
+
+def _no_differences_message(dependence: Dependence) -> str:
+    return (
+        "output.differences: on Spark, the table of every difference is written for a "
+        f"dependence by key, without barriers, tolerances or types; this one is "
+        f"{dependence.describe()!r}: compare with the core engine (--engine core), "
+        "which writes it for every dependence"
+    )
 
 
 def _unsupported(layout: Layout, equality: Equality, streams: Streams) -> str | None:
@@ -224,10 +245,12 @@ def compare_dataframes(
     coarse_key: str | Sequence[str] | None = None,
     schema_mode: Mode = DEFAULT_MODE,
     nullability: tuple[Mapping[str, bool] | None, Mapping[str, bool] | None] = (None, None),
+    differences: str | None = None,
 ) -> Verdict:
     """Decide whether two streams (from ``read_stream``) are equivalent, on Spark; the
     ``Verdict`` is the one ``matcher.compare`` gives on the same events (see
-    ``matcher.spark`` for what differs)."""
+    ``matcher.spark`` for what differs). ``differences``: a directory to write every
+    difference to, as Parquet (``matcher.files.differences``)."""
     coarse = (coarse_key,) if isinstance(coarse_key, str) else coarse_key
     return SparkComparison(
         reference,
@@ -239,4 +262,5 @@ def compare_dataframes(
         None if coarse is None else tuple(coarse),
         schema_mode,
         nullability,
+        differences,
     ).run()

@@ -71,15 +71,18 @@ def _fix(value: Any, dtype: pa.DataType) -> Any:
 
 def arrow_events(table: pa.Table | pa.RecordBatch, columns: Sequence[str]) -> list[Event]:
     """The rows of ``table`` as events over ``columns`` (in that order)."""
-    values = []
-    for name in columns:
-        array = table.column(name)
-        dtype = array.type
-        items = array.to_pylist()
-        if _needs_fixing(dtype):
-            items = [_fix(v, dtype) for v in items]
-        values.append(items)
+    values = [arrow_values(table, name) for name in columns]
     return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def arrow_values(table: pa.Table | pa.RecordBatch, name: str) -> list[Any]:
+    """Column ``name`` of ``table`` as the events' values (``arrow_events``)."""
+    array = table.column(name)
+    dtype = array.type
+    items = array.to_pylist()
+    if _needs_fixing(dtype):
+        items = [_fix(v, dtype) for v in items]
+    return items  # type: ignore[no-any-return]
 
 
 def arrow_column(table: pa.Table | pa.RecordBatch, name: str) -> list[Any]:

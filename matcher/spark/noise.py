@@ -31,11 +31,17 @@ def compare_with_noise(
     limit: int,
     noise_limit: int = NOISE_LIMIT,
     common: bool = False,
+    differences: str | None = None,
 ) -> NoisyComparison:
-    """Compare the reference with each rerun, then with the candidate, under ``spec``."""
+    """Compare the reference with each rerun, then with the candidate, under ``spec``;
+    every difference of the candidate's comparison is written at ``differences`` when
+    given (``matcher.spark.differences``)."""
 
     def compare(left: str, right: str, kept: int) -> tuple[Verdict, float]:
-        timed = compare_on_spark(spark, spec, left, right, limit=kept, common=common)
+        table = differences if right == candidate else None
+        timed = compare_on_spark(
+            spark, spec, left, right, limit=kept, common=common, differences=table
+        )
         return timed.verdict, timed.seconds
 
     return noise.compare_with_noise(

@@ -31,11 +31,19 @@ class Timed:
 
 
 def compare_on_spark(
-    spark: Any, spec: Spec, reference: str, candidate: str, *, limit: int, common: bool = False
+    spark: Any,
+    spec: Spec,
+    reference: str,
+    candidate: str,
+    *,
+    limit: int,
+    common: bool = False,
+    differences: str | None = None,
 ) -> Timed:
-    """Read both outputs in stream order and match them under the spec. Two outputs without
-    a data file (directories a job left empty) are the empty verdict the core gives them:
-    Spark cannot read a schema from nothing, and there is nothing to compare."""
+    """Read both outputs in stream order and match them under the spec (writing every
+    difference at ``differences`` when given). Two outputs without a data file
+    (directories a job left empty) are the empty verdict the core gives them: Spark cannot
+    read a schema from nothing, and there is nothing to compare (nor a table to write)."""
     started = time.perf_counter()
     if _holds_no_data(reference, spec) and _holds_no_data(candidate, spec):
         empty = Verdict(
@@ -70,6 +78,7 @@ def compare_on_spark(
         limit=limit,
         schema_mode=spec.schema.mode,
         nullability=(_declared(spark, spec, reference), _declared(spark, spec, candidate)),
+        differences=differences,
     )
     return Timed(verdict, time.perf_counter() - started)
 

@@ -32,6 +32,7 @@ from matcher.classify import MAX_SIMILARITY_PAIRS
 from matcher.dependence import ByKey, Dependence, Typed, WithBarriers
 from matcher.equality import Equality, Event, freeze
 from matcher.errors import InputError
+from matcher.profile import Profile
 from matcher.spark.events import arrow_column, arrow_events, dumps, loads
 from matcher.spark.grouped_run import DRIVER_LIMIT, Outcome
 from matcher.spark.replay import PoolLoop
@@ -232,6 +233,8 @@ def _explained(findings: Findings, prefix: str = "") -> Iterator[dict[str, Any]]
         yield {"kind": prefix + "count", "pos": None, "n": n, "blob": kind.encode()}
     for name, n in findings.columns.items():
         yield {"kind": prefix + "column", "n": n, "blob": name.encode()}
+    if findings.profile.columns:
+        yield {"kind": prefix + "profile", "n": 0, "blob": findings.profile.to_partial().encode()}
     for d in findings.divergences:
         yield {"kind": prefix + "witness", "blob": dumps(d)}
 
@@ -291,7 +294,7 @@ def match_partitions(
             events.append((pos, side, loads(blob)))
         elif kind == "settled":
             settled.append(loads(blob))
-        elif kind.removeprefix(CHAINLESS) in ("witness", "count", "column"):
+        elif kind.removeprefix(CHAINLESS) in ("witness", "count", "column", "profile"):
             prefix = CHAINLESS if kind.startswith(CHAINLESS) else ""
             found[prefix].add(kind.removeprefix(prefix), n, blob)
         elif kind == "warning":
@@ -340,18 +343,23 @@ class _Found:
     witnesses: list[Divergence] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     columns: Counter[str] = field(default_factory=Counter)
+    profile: Profile = field(default_factory=Profile)
 
     def add(self, kind: str, n: int, blob: bytes) -> None:
         if kind == "witness":
             self.witnesses.append(loads(blob))
         elif kind == "count":
             self.counts[blob.decode()] += n
+        elif kind == "profile":
+            self.profile.merge(Profile.from_partial(blob))
         else:
             self.columns[blob.decode()] += n
 
     def findings(self, limit: int) -> Findings:
         self.witnesses.sort(key=Divergence.sort_key)
-        return Findings(tuple(self.witnesses[:limit]), self.counts, self.columns)
+        return Findings(
+            tuple(self.witnesses[:limit]), self.counts, self.columns, profile=self.profile
+        )
 
 
 def partitioned_union(streams: Streams, partition_by: Sequence[str]) -> DataFrame:

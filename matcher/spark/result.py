@@ -35,6 +35,7 @@ from matcher.dependence import Dependence
 from matcher.equality import Equality, Event
 from matcher.online import SIDES
 from matcher.pools import Entry
+from matcher.profile import Profile
 from matcher.spark.events import arrow_column, arrow_events, dumps, loads
 from matcher.spark.replay import PoolLoop, interleaving_order
 from matcher.spark.schema import POS
@@ -54,6 +55,8 @@ class Findings:
     counts: Counter[str] = field(default_factory=Counter)
     columns: Counter[str] = field(default_factory=Counter)
     matched: int = 0  # events matched while explaining (resynchronised keys)
+    #: what every corruption did to each column (``matcher.profile``)
+    profile: Profile = field(default_factory=Profile)
 
     def merge(self, other: Findings, limit: int) -> Findings:
         both = sorted((*self.divergences, *other.divergences), key=Divergence.sort_key)
@@ -62,6 +65,7 @@ class Findings:
             self.counts + other.counts,
             self.columns + other.columns,
             self.matched + other.matched,
+            Profile().merge(self.profile).merge(other.profile),
         )
 
 
@@ -72,6 +76,7 @@ def findings_of(divergences: Sequence[Divergence], limit: int, matched: int = 0)
         Counter(d.kind for d in ordered),
         Counter(c for d in ordered if d.kind == "corruption" for c in d.columns),
         matched,
+        Profile().add_divergences(ordered),
     )
 
 
@@ -196,12 +201,31 @@ def findings_from_rows(rows: DataFrame, limit: int) -> Findings:
     )
     top = real.orderBy("position", "ref_position").limit(limit).select("blob").collect()
     matched = rows.agg(F.sum("matched").alias("m")).collect()[0]["m"] or 0
+    profile = Profile()
+    if columns:
+        partials = (
+            real.where(F.col("kind") == "corruption")
+            .select("blob")
+            .mapInArrow(_profile_partition, "profile string")
+            .collect()
+        )
+        for row in partials:
+            profile.merge(Profile.from_partial(row["profile"]))
     return Findings(
         tuple(sorted((loads(r["blob"]) for r in top), key=Divergence.sort_key)),
         counts,
         columns,
         int(matched),
+        profile,
     )
+
+
+def _profile_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One partition's corruptions (pickled divergences) as one partial profile."""
+    profile = Profile()
+    for batch in batches:
+        profile.add_divergences(loads(blob) for blob in batch.column(0).to_pylist())
+    yield pa.RecordBatch.from_pylist([{"profile": profile.to_partial()}])
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +261,7 @@ def build_verdict(
         detected_at=None,
         dependence=dependence.describe(),
         column_mismatches=findings.columns,
+        column_profiles=findings.profile.summaries(),
         side_stats=stats.as_mapping(),
         warnings=tuple(warnings),
     )

@@ -51,6 +51,7 @@ from matcher.spark.chains_run import (
     explain_chosen,
     read_tally,
 )
+from matcher.spark.differences import difference_table, write_table
 from matcher.spark.digests import (
     DIGEST,
     GH,
@@ -314,9 +315,14 @@ def _groups_frame(union: DataFrame, groups: list[tuple[int, int]]) -> DataFrame:
 
 
 def run_screened(
-    streams: Streams, plan: GroupedPlan, dependence: Dependence, limit: int
+    streams: Streams,
+    plan: GroupedPlan,
+    dependence: Dependence,
+    limit: int,
+    differences: str | None = None,
 ) -> Outcome:
-    """Screen, then explain the groups that disagree.
+    """Screen, then explain the groups that disagree (and write every difference at
+    ``differences``, when given: ``matcher.spark.differences``).
 
     Up to ``EXACT_LIMIT`` events in those groups, the core's loop matches them,
     partitioned by group (``matcher.spark.per_partition``), and what it leaves is explained
@@ -327,46 +333,67 @@ def run_screened(
     as a corruption of its key)."""
     screened = screen(plan, streams.reference, streams.candidate)
     try:
-        stats = SideStats(screened.rows, screened.keys, (0, 0))
-        if screened.n_bad == 0:
-            return Outcome(True, screened.rows[0], stats, Findings())
-        here = screened.bad_events > EXACT_LIMIT
-        warnings: tuple[str, ...] = ()
-        if here:
-            warnings = (
-                f"{screened.bad_events} events of {screened.n_bad} groups that differ were "
-                "explained partition by partition: an event whose key changed reads as a "
-                "loss and a duplication",
+        outcome = _explain_screened(streams, plan, dependence, limit, screened)
+        if differences is not None:
+            union = tagged_union(plan, streams.reference, streams.candidate)
+            table = difference_table(
+                restrict(union, screened),
+                [GROUP],
+                plan.names,
+                streams.reference,
+                streams.candidate,
+                dependence,
+                plan.equality,
+                screened.rows,
             )
-        if here and chains_apply(plan):
-            return run_chains(streams, plan, dependence, limit, screened, stats, warnings)
-        union = tagged_union(plan, streams.reference, streams.candidate)
-        grouped = restrict(union, screened).repartition(GROUP)
-        prefix = None
-        if plan.layout.chain and not plan.layout.typed:
-            grouped, prefix = without_agreeing_prefix(grouped, plan)
-        partitioned = grouped.select(*[column(c) for c in plan.names], POS, SIDE)
-        results = match_partitions(
-            partitioned.sortWithinPartitions(POS, SIDE),
-            dependence,
-            plan.equality,
-            plan.names,
-            (screened.rows, limit) if here else None,
-        )
-        matched = screened.agreed + results.total("matched")
-        if prefix is not None:
-            matched += prefix.get.get("matched") or 0
-        if here:
-            findings = results.findings
-            return Outcome(not findings.counts, matched, stats, findings, warnings)
-        if not results.events and not results.settled:
-            return Outcome(True, matched, stats, Findings())
-        found, _ = explain(
-            dependence, plan.equality, screened.rows, results.events, False, settled=results.settled
-        )
-        return Outcome(False, matched, stats, findings_of(found, limit))
+            write_table(table, differences)
+        return outcome
     finally:
         screened.release()
+
+
+def _explain_screened(
+    streams: Streams, plan: GroupedPlan, dependence: Dependence, limit: int, screened: Screen
+) -> Outcome:
+    """``run_screened`` once the screen is made (see there)."""
+    stats = SideStats(screened.rows, screened.keys, (0, 0))
+    if screened.n_bad == 0:
+        return Outcome(True, screened.rows[0], stats, Findings())
+    here = screened.bad_events > EXACT_LIMIT
+    warnings: tuple[str, ...] = ()
+    if here:
+        warnings = (
+            f"{screened.bad_events} events of {screened.n_bad} groups that differ were "
+            "explained partition by partition: an event whose key changed reads as a "
+            "loss and a duplication",
+        )
+    if here and chains_apply(plan):
+        return run_chains(streams, plan, dependence, limit, screened, stats, warnings)
+    union = tagged_union(plan, streams.reference, streams.candidate)
+    grouped = restrict(union, screened).repartition(GROUP)
+    prefix = None
+    if plan.layout.chain and not plan.layout.typed:
+        grouped, prefix = without_agreeing_prefix(grouped, plan)
+    partitioned = grouped.select(*[column(c) for c in plan.names], POS, SIDE)
+    results = match_partitions(
+        partitioned.sortWithinPartitions(POS, SIDE),
+        dependence,
+        plan.equality,
+        plan.names,
+        (screened.rows, limit) if here else None,
+    )
+    matched = screened.agreed + results.total("matched")
+    if prefix is not None:
+        matched += prefix.get.get("matched") or 0
+    if here:
+        findings = results.findings
+        return Outcome(not findings.counts, matched, stats, findings, warnings)
+    if not results.events and not results.settled:
+        return Outcome(True, matched, stats, Findings())
+    found, _ = explain(
+        dependence, plan.equality, screened.rows, results.events, False, settled=results.settled
+    )
+    return Outcome(False, matched, stats, findings_of(found, limit))
 
 
 def run_chains(
@@ -385,9 +412,10 @@ def run_chains(
     equality = plan.equality
     fast = equality.is_plain or equality.exact_but_ignored
     events = chain_events(plan, streams.reference, streams.candidate, screened)
-    counter = chain_counter(screened.rows, fast, limit, plan.names)
+    compared = [f.name for f in compared_fields(plan.fields, equality)]
+    counter = chain_counter(screened.rows, fast, limit, plan.names, compared)
     table = events.mapInArrow(counter, TALLY_SCHEMA).toArrow()
-    tally = read_tally(table, [f.name for f in compared_fields(plan.fields, equality)], limit)
+    tally = read_tally(table, compared, limit)
     union = tagged_union(plan, streams.reference, streams.candidate)
     hashed = union.selectExpr("*", *group_hashes())
     if tally.nan:
@@ -403,6 +431,8 @@ def run_chains(
         (screened.rows, limit),
     )
     witnesses = explain_chosen(tally.chosen, dependence, equality, screened.rows, limit)
-    findings = Findings(tuple(witnesses), tally.kinds, tally.columns).merge(results.findings, limit)
+    findings = Findings(tuple(witnesses), tally.kinds, tally.columns, profile=tally.profile).merge(
+        results.findings, limit
+    )
     matched = screened.agreed + tally.matched + results.total("matched")
     return Outcome(not findings.counts, matched, stats, findings, warnings)

@@ -324,7 +324,8 @@ class RunOutcome:
                 for i, d in enumerate(verdict.divergences)
             ),
             column_stats=tuple(
-                ColumnStat(column, count) for column, count in verdict.column_mismatches.items()
+                ColumnStat(column, count, verdict.column_profiles.get(column))
+                for column, count in verdict.column_mismatches.items()
             ),
             stats={**own_stats, **(stats or {})},
             noise=noise,

@@ -30,6 +30,7 @@ from matcher import uris
 from matcher.arguments import whole_number
 from matcher.errors import InputError
 from matcher.files.compare import compare_files
+from matcher.files.output_paths import check_output_path
 from matcher.spec import Spec, load_spec
 from matcher.verdict import Verdict
 from parity.cli.commands import SUMMARY
@@ -72,6 +73,12 @@ def add_compare_parser(commands: Any) -> None:
         help="core: stream both outputs through the matcher in this process; spark: match "
         "on a local Spark partitioned by the dependence key; auto (default): spark when "
         "either output is a directory, core otherwise",
+    )
+    compare.add_argument(
+        "--differences",
+        metavar="PATH",
+        help="also write every difference (kind, key, positions, both events) to PATH: "
+        "Parquet or CSV by its extension",
     )
     compare.add_argument(
         "--db",
@@ -144,8 +151,22 @@ def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Pr
     if engine == "auto":
         directories = os.path.isdir(args.reference) or os.path.isdir(args.candidate)
         engine = "spark" if directories else "core"
+    differences = getattr(args, "differences", None)
+    # pyarrow is imported when a table is asked for (``parity --help`` stays light)
+    from matcher.files.differences import copy_table, export_format, write_verdict_differences
+
+    if differences is not None:
+        export_format(differences)  # before anything runs: a wrong extension is an error
+        check_output_path(differences, "--differences")
     if engine == "spark":
-        verdict = _compare_on_spark(spec, args.reference, args.candidate, args.limit, progress)
+        with tempfile.TemporaryDirectory(prefix="parity-differences-") as staging:
+            table = None if differences is None else str(Path(staging) / "differences")
+            verdict = _compare_on_spark(
+                spec, args.reference, args.candidate, args.limit, progress, table
+            )
+            if differences is not None:
+                progress.step(f"writing every difference to {differences}")
+                copy_table(table if Path(str(table)).exists() else None, differences)
     else:
         with _local_copies((args.reference, args.candidate), progress) as (reference, candidate):
             # The core streams both outputs through the matcher: reading is matching.
@@ -154,6 +175,9 @@ def _run_compare(spec: Spec, args: argparse.Namespace, out: TextIO, progress: Pr
                 "(candidate) in this process"
             )
             verdict = compare_files(spec, reference, candidate, args.limit)
+        if differences is not None:
+            progress.step(f"writing every difference to {differences}")
+            write_verdict_differences(verdict, differences)
     progress.step(
         f"done: {'equivalent' if verdict.equivalent else 'divergent'} "
         f"({verdict.total_divergences} divergences)"
@@ -195,7 +219,12 @@ def _local_copies(outputs: Sequence[str], progress: Progress) -> Iterator[list[s
 
 
 def _compare_on_spark(
-    spec: Spec, reference: str, candidate: str, limit: int, progress: Progress
+    spec: Spec,
+    reference: str,
+    candidate: str,
+    limit: int,
+    progress: Progress,
+    differences: str | None = None,
 ) -> Verdict:
     progress.step("loading PySpark")
     from matcher.failures import first_line
@@ -214,7 +243,9 @@ def _compare_on_spark(
             f"reading and matching {reference} (reference) and {candidate} (candidate) "
             "on Spark, partitioned by the dependence key"
         )
-        return compare_on_spark(session, spec, reference, candidate, limit=limit).verdict
+        return compare_on_spark(
+            session, spec, reference, candidate, limit=limit, differences=differences
+        ).verdict
     except Exception as exc:  # Spark's own errors: translate at the boundary
         if is_spark_error(exc):
             raise InputError(first_line(exc)) from exc

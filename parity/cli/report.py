@@ -46,6 +46,13 @@ def add_report_parser(commands: Any) -> None:
     )
     report.add_argument("--json", action="store_true", help="print the report as one JSON object")
     report.add_argument(
+        "--differences",
+        metavar="PATH",
+        help="write every difference of the run (kind, key, positions, both events) to PATH, "
+        "Parquet or CSV by its extension, from the table its match job wrote "
+        "(output.differences: true in its spec)",
+    )
+    report.add_argument(
         "--db", metavar="URL", help="results database (default: PARITY_DB_URL, ...)"
     )
     report.set_defaults(run=run_report)
@@ -61,7 +68,16 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
         )
     if args.html is not None and args.html != "-":
         check_output_path(args.html, "--html")  # before the store is read: nothing to undo
+    differences = getattr(args, "differences", None)
+    if differences is not None:
+        from matcher.files.differences import export_format
+
+        export_format(differences)
+        check_output_path(differences, "--differences")
     record, approvals = load_record_and_approvals(args.run_id, args.db)
+    if differences is not None:
+        rows = export_differences(record, differences)
+        out.write(f"wrote {rows:,} differences to {differences}\n")
     if args.html is not None:
         links = _relative_data_docs(record, args.html)
         page = render_report_html(record, links=links, approvals=approvals)
@@ -110,3 +126,30 @@ def _relative_data_docs(record: RunRecord, html: str) -> dict[str, str]:
     start = os.path.dirname(os.path.abspath(html))
     relative = Path(os.path.relpath(os.path.abspath(docs), start)).as_posix()
     return {DATA_DOCS_LINK: path_link(relative)}
+
+
+def export_differences(record: RunRecord, path: str) -> int:
+    """Copy the run's table of every difference (``output.differences``) to ``path``; the
+    rows written. A run stored without one is an error that says how to get it."""
+    from matcher.errors import InputError
+    from matcher.files.differences import copy_table
+
+    stored = (record.stats or {}).get("differences")
+    if not isinstance(stored, dict):
+        raise InputError(
+            f"run {record.run_id} kept no table of its differences: set "
+            "'output.differences: true' in its spec and run it again, or compare its "
+            "outputs with 'parity compare ... --differences PATH'"
+        )
+    source = stored.get("path")
+    if source is None or not stored.get("rows"):
+        return copy_table(None, path)
+    local = uris.local_path(source)
+    if local is None:
+        raise InputError(
+            f"run {record.run_id}: its differences are at {source}: copy them from there "
+            "(this command reads local tables)"
+        )
+    if not local.exists():
+        raise InputError(f"run {record.run_id}: its differences table {local} is gone")
+    return copy_table(local, path)

@@ -53,7 +53,10 @@ def render_summary(record: RunRecord, approvals: RunApprovals | None = None) -> 
     if properties is None:
         lines.append(f"counts: {counts} ({record.total_divergences} total)")
         if head is not None:
-            lines.extend(f"  {line['text']}" for line in head["columns"])
+            for line in head["columns"]:
+                lines.append(f"  {line['text']}")
+                if line["detail"]:
+                    lines.append(f"    {line['detail']}")
     else:
         lines.extend(_properties(properties))
     recovery = _recovery(record)

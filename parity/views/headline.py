@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from matcher.store import RunRecord, StoredDivergence
+from parity.views.profile import detail as profile_detail
 
 SIDES = ("reference", "candidate")
 
@@ -80,12 +81,21 @@ def _percent(rate: float | None) -> str:
 
 def column_lines(record: RunRecord, pairs: int) -> list[dict[str, Any]]:
     """One line per column that differed, most first: in how many of the ``pairs``
-    (reference events the candidate has, corrupted or not)."""
+    (reference events the candidate has, corrupted or not), and its ``detail``: what the
+    corruptions did to it, over all of them (``parity.views.profile.detail``; ``None``
+    for a run stored without a profile)."""
     lines = []
     for stat in sorted(record.column_stats, key=lambda c: (-c.mismatches, c.column)):
         share = _percent(_rate(stat.mismatches, pairs)) if pairs else "no pairs"
         text = f"{stat.column} differs in {stat.mismatches:,} of {pairs:,} paired events ({share})"
-        lines.append({"column": stat.column, "mismatches": stat.mismatches, "text": text})
+        lines.append(
+            {
+                "column": stat.column,
+                "mismatches": stat.mismatches,
+                "text": text,
+                "detail": profile_detail(stat.extra),
+            }
+        )
     return lines
 
 

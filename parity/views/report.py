@@ -47,12 +47,14 @@ from matcher.gate import empty_outputs
 from matcher.serialize import json_safe
 from matcher.store import DATA_DOCS_DIR, ExpectationRecord, RunRecord, StoredDivergence
 from matcher.store.records import PROPERTIES
+from matcher.uris import local_path
 from matcher.verdict import EMPTY_WARNING, KINDS
 from parity.views.approvals import RunApprovals, describe_row, describe_signature, describe_state
 from parity.views.crash_log import recovery_view
 from parity.views.headline import headline
 from parity.views.printable import compact, printable
 from parity.views.printable import show as shown
+from parity.views.profile import rows as profile_rows
 from parity.views.properties import properties_document, property_rows
 
 #: the ``links`` key whose URL replaces the default link to the Data Docs
@@ -267,6 +269,8 @@ def render_report_html(
         expectation_suites=[_suite_view(suite) for suite in document["expectations"]["suites"]],
         witnesses=[_witness_view(d, record.total_divergences) for d in document["divergences"]],
         patterns=_pattern_views(document),
+        profile_rows=profile_rows(record.column_stats),
+        differences=_differences_view(record),
         side_metrics=_side_metrics(document["sides"]),
         scalar_stats=_scalar_stats(document["stats"]),
         noise_rows=_noise_rows(document["noise"]),
@@ -278,6 +282,21 @@ def render_report_html(
         approvals=_approvals_view(approvals),
         approval_form=approval_form,
     )
+
+
+def _differences_view(record: RunRecord) -> dict[str, Any] | None:
+    """The run's table of every difference (``output.differences``): where, how many rows,
+    a link when it is a local path, and the command that exports it."""
+    stored = (record.stats or {}).get("differences")
+    if not isinstance(stored, Mapping) or not isinstance(stored.get("path"), str):
+        return None
+    path = stored["path"]
+    return {
+        "path": path,
+        "link": path_link(path) if local_path(path) is not None else None,
+        "rows": stored.get("rows"),
+        "command": f"parity report {record.run_id} --differences differences.parquet",
+    }
 
 
 def _approvals_view(approvals: RunApprovals | None) -> dict[str, Any] | None:
