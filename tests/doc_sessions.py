@@ -148,3 +148,22 @@ def run(command: str, home: Path) -> subprocess.CompletedProcess[str]:
         timeout=300,
         check=False,
     )
+
+
+_SH_BLOCK = re.compile(r"^```(?:sh|bash)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def parity_commands(path: Path) -> list[str]:
+    """The ``parity`` command lines of a page's ``sh`` blocks (which are not run): each as
+    far as its first ``&&``, ``||`` or pipe, a line's ``\\`` continuations joined. Lines with
+    ``...`` or ``[`` are synopses, not commands, and are left out."""
+    found = []
+    for block in _SH_BLOCK.findall(path.read_text(encoding="utf-8")):
+        for line in block.replace("\\\n", " ").split("\n"):
+            line = line.strip()
+            if not line.startswith(("parity ", ".venv/bin/parity ")):
+                continue
+            command = re.split(r"\s(?:&&|\|\||\|)\s", line)[0]
+            if "..." not in command and "[" not in command:
+                found.append(command)
+    return found

@@ -4,10 +4,22 @@ page says it prints (``tests/doc_sessions.py`` states the rules: exact, or abrid
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
-from doc_sessions import ROOT, Command, Session, documents, matches, run, sessions
+from doc_sessions import (
+    ROOT,
+    Command,
+    Session,
+    documents,
+    matches,
+    parity_commands,
+    run,
+    sessions,
+)
+
+from parity.cli.main import build_parser
 
 ALL = [session for path in documents() for session in sessions(path)]
 EXECUTED = [session for session in ALL if session.not_executed is None]
@@ -96,3 +108,18 @@ def test_sessions_are_read_with_their_markers(tmp_path: Path) -> None:
     assert first.commands == (Command("echo a \\\n  b", ("a b", "...")), Command("true", ()))
     assert (first.abridged, first.not_executed) == (True, None)
     assert (second.abridged, second.not_executed) == (False, "takes an hour")
+
+
+def test_the_parity_commands_the_pages_do_not_run_still_parse() -> None:
+    """A ``sh`` block is not run (it has no output to compare, or it takes minutes), but its
+    ``parity`` commands must still be ones the parser takes: a renamed option fails here."""
+    refused = []
+    commands = [(path, c) for path in documents() for c in parity_commands(path)]
+    for path, command in commands:
+        words = shlex.split(command, comments=True)[1:]
+        try:
+            build_parser(words[0] if words else None).parse_args(words)
+        except SystemExit:
+            refused.append(f"{path.relative_to(ROOT)}: {command}")
+    assert refused == []
+    assert len(commands) >= 15
