@@ -2,7 +2,8 @@
 #
 #   make test    install from uv.lock into .venv and Chromium if missing (apt-get), then run the tests
 #   make demo    install, then run a handful of bundled validations through Airflow (ALL=1: all)
-#   make check   lint, format check, type check, import contracts, then the tests (what CI runs)
+#   make check   lint, format check, type check, import contracts, the docs site, then the tests (what CI runs)
+#   make docs    the documentation site from docs/ into site/ (mkdocs --strict: a warning fails)
 #   make scale   the Spark engine at millions of rows on every file layout (minutes; not in CI)
 #   make cluster a bundled validation's DAG on a standalone Spark cluster with shipped code (minutes; not in CI)
 #   make release-e2e  the release loop on a real Airflow (api-server, scheduler, dag-processor) with artifacts in S3 (minutes; not in CI)
@@ -31,7 +32,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install test scale cluster release-e2e crashes recovery-figures properties-figures lint check demo fmt lock clean
+.PHONY: help install docs test scale cluster release-e2e crashes recovery-figures properties-figures lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -66,7 +67,7 @@ scale: install
 
 # A bundled validation through its DAG on a real standalone cluster (a master and two workers
 # from pyspark's distribution, executors that cannot import the project but from the shipped
-# zip): tests/test_cluster_validation.py, docs/cluster.md.
+# zip): tests/test_cluster_validation.py, docs/how-to/cluster.md.
 cluster: install
 	$(BIN)/pytest --cluster -m cluster --timeout 1800 -p no:cacheprovider tests/test_cluster_validation.py
 
@@ -87,7 +88,7 @@ crashes: install
 	$(BIN)/pytest --crashes -m crashes --timeout 1800 -p no:cacheprovider tests/test_sequence_window_app.py \
 		tests/test_recovery.py
 
-# The README's recovery figures: the sequence-window detector and each buggy variant, 10 seeded
+# The recovery figures (docs/how-to/recovery.md): the sequence-window detector and each buggy variant, 10 seeded
 # runs of 5 driver SIGKILLs each, checked by the Wallaroo validator (bench/recovery_figures.py).
 recovery-figures: install
 	$(BIN)/python bench/recovery_figures.py
@@ -102,7 +103,13 @@ lint: install
 	MYPYPATH=plugins $(BIN)/mypy --strict --explicit-package-bases plugins/parity_ui plugins/parity_plugin.py
 	PYTHONPATH=.:plugins $(BIN)/lint-imports
 
-check: lint test
+check: lint docs test
+
+# The documentation site (mkdocs.yml, docs/) into site/. --strict turns every warning into a
+# failure: a link to a missing page or anchor, a page left out of the nav. The generated
+# reference pages are checked against the code by tests/test_gen_reference.py.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 # A handful of the bundled validations (ALL=1: every one in dags/validations/) through
 # Airflow's dag.test(): the captures, a local Airflow home and SQLite under ~/.parity/demo,
@@ -119,7 +126,7 @@ lock:
 	$(UV) lock
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache \
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache \
 	  .hypothesis .import_linter_cache spark-warehouse metastore_db derby.log
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
 

@@ -1,4 +1,4 @@
-"""The CI recipes of ``docs/ci.md`` and the script they call, ``tools/ci/parity-release.sh``.
+"""The CI recipes of ``docs/how-to/ci.md`` and the script they call, ``tools/ci/parity-release.sh``.
 
 The recipes are parsed as the CI systems would (YAML) and must call the script and make the
 deploy wait for it. The script's own logic (its arguments to ``parity run``, one line per
@@ -21,13 +21,13 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "ci" / "parity-release.sh"
-DOC = ROOT / "docs" / "ci.md"
+DOC = ROOT / "docs" / "how-to" / "ci.md"
 BIN = Path(sys.executable).parent
 CALL = "tools/ci/parity-release.sh"
 
 
 def recipes() -> dict[str, Any]:
-    """The YAML blocks of docs/ci.md, by what they are (GitHub's has ``jobs``)."""
+    """The YAML blocks of docs/how-to/ci.md, by what they are (GitHub's has ``jobs``)."""
     blocks = re.findall(r"```yaml\n(.*?)```", DOC.read_text(encoding="utf-8"), re.DOTALL)
     parsed = [yaml.safe_load(block) for block in blocks]
     assert len(parsed) == 2

@@ -158,17 +158,16 @@ def test_parity_results_go_to_their_own_postgres_database() -> None:
     )
 
 
-def _readme_section(title: str) -> str:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index(f"\n{title}\n")
-    end = readme.find("\n## ", start + 1)
-    return readme[start:end]
+def _doc_page(path: str) -> str:
+    """A page of the docs site (the README's sections moved there, issue 33)."""
+    return (ROOT / "docs" / path).read_text(encoding="utf-8")
 
 
 def test_the_readmes_login_is_the_one_the_stack_configures() -> None:
     """`admin:admin` in SIMPLE_AUTH_MANAGER_USERS is user admin with the *role* admin; the
     password is the passwords file's, which airflow-init installs where the API server reads
-    it. The README's login and its curl example must be that user and that password."""
+    it. The compose how-to's login and the HTTP API's curl example must be that user and that
+    password."""
     environment = SERVICES["airflow-apiserver"]["environment"]
     users = [
         u.split(":") for u in environment["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(",")
@@ -186,16 +185,16 @@ def test_the_readmes_login_is_the_one_the_stack_configures() -> None:
         assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"] == "admin:admin", name
         assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == installed, name
 
-    compose = _readme_section("### docker compose")
+    compose = _doc_page("how-to/compose.md")
     assert "open http://localhost:8080                # admin / admin;" in compose
-    # Where the password comes from, and what it is, in the README's words.
+    # Where the password comes from, and what it is, in the how-to's words.
     assert (
         " ".join(compose.split()).count(
             '`docker/simple_auth_manager_passwords.json` (`{"admin": "admin"}`)'
         )
         == 1
     )
-    page = _readme_section("## The Parity page in Airflow")
+    page = _doc_page("reference/http-api.md")
     logins = re.findall(r"-d '(\{\"username\": [^']*\})'", page)
     assert [json.loads(login) for login in logins] == [{"username": "admin", "password": "admin"}]
     for login in logins:

@@ -46,7 +46,8 @@ SPARK_SUBMIT = Path(sys.executable).parent / "spark-submit"
 NONE = {"loss": 0, "duplication": 0, "reordering": 0, "corruption": 0}
 
 #: Every bundled validation: its verdict and divergences per kind, as measured on the
-#: default captures (scale 1, seed 20240501). The README's case-study table shows the same.
+#: default captures (scale 1, seed 20240501). The case-study table of
+#: docs/explanation/examples.md shows the same.
 EXPECTED: dict[str, tuple[str, dict[str, int]]] = {
     "taxi_parallel": ("equivalent", NONE),
     "taxi_parallel_buggy": ("divergent", {**NONE, "corruption": 1000}),

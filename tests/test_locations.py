@@ -5,7 +5,7 @@ the way Spark names it (``s3a://``), served here by a real S3 protocol server on
 documents there, and read back what another task wrote.
 
 Spark itself writing ``s3a://`` needs the ``hadoop-aws`` jar, which pyspark does not ship
-(``docs/cluster.md``); the end-to-end DAG run on a ``file://`` workspace is in
+(``docs/how-to/cluster.md``); the end-to-end DAG run on a ``file://`` workspace is in
 ``tests/test_dags.py``.
 """
 

@@ -57,7 +57,7 @@ _EXPECTED = re.compile(r"^#\s*Expected verdict:\s*(\w+)(?:\s*\(([^)]*)\))?", re.
 #: the Airflow pool of the validations' Spark tasks (``AirflowSpec.pool``'s default): two
 #: Spark applications at once on this 2-core machine
 SPARK_POOL, SPARK_POOL_SLOTS = "parity_spark", 2
-SPARK_POOL_DOC = "Parity: Spark applications at once (README, Concurrency)"
+SPARK_POOL_DOC = "Parity: Spark applications at once (docs/how-to/airflow.md, Concurrency)"
 #: Local runs: no web UI to start, no progress bars in the logs.
 SPARK_PROPERTIES = {
     "spark.ui.enabled": "false",
@@ -313,7 +313,7 @@ def _prepare_airflow() -> dict[str, str]:
         sync_bag_to_db(bag, bundle.name, bundle.version)
         errors.update(bag.import_errors)
     # The pool of the validations' Spark tasks: without it the scheduler of
-    # `airflow standalone` would never start them (README, "Concurrency").
+    # `airflow standalone` would never start them (docs/how-to/airflow.md, "Concurrency").
     from airflow.models.pool import Pool
 
     with create_session() as session:

@@ -14,7 +14,7 @@ in one step (the test and each item alone; the test and every permutation); a st
 run in this process, one at a time, stopping where the sequential check stops. ``CHECK``
 runs a check on its own.
 
-Per shape (``docs/properties.md`` has the full translation):
+Per shape (``docs/reference/properties.md`` has the full translation):
 
 non-determinism
     the same test, run twice: streams with other delays between items (the paper's

@@ -4,7 +4,7 @@
 #   VALIDATION=taxi_parallel VERSION="$GIT_SHA" \
 #   ARTIFACT_URL="s3a://artifacts/etl/etl-$GIT_SHA.py" tools/ci/parity-release.sh
 #
-# What the CI recipes in docs/ci.md call. It runs
+# What the CI recipes in docs/how-to/ci.md call. It runs
 #
 #   parity run "$VALIDATION" --candidate-application "$ARTIFACT_URL" \
 #       --candidate-version "$VERSION" --wait --timeout "$PARITY_TIMEOUT"
