@@ -11,6 +11,7 @@ Apache License 2.0).
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -439,3 +440,30 @@ def test_the_images_install_step_installs_the_locks_pyspark(tmp_path: Path) -> N
     ).stdout.splitlines()
     assert "pyspark==4.3.0" in frozen
     assert not any(line.startswith("pyspark-client") for line in frozen)
+
+
+def test_after_the_captures_service_every_bundled_dag_can_plan(tmp_path: Path) -> None:
+    """The captures service's commands, run here as the container runs them (its working
+    directory a root with the project's jobs), then ``parity validate`` with the existence
+    checks on: all 21 bundled validations plan, the two recovery validations included."""
+    import subprocess
+    import sys
+
+    (tmp_path / "jobs").symlink_to(ROOT / "jobs")
+    script = SERVICES[CAPTURES]["command"][-1].splitlines()
+    assert script[:2] == ["set -euo pipefail", "cd /opt/parity"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for line in script[2:]:
+        argv = line.split()
+        assert argv[0] == "python"
+        subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env, check=True)
+    specs = sorted(str(p) for p in (ROOT / "dags" / "validations").glob("*.yaml"))
+    done = subprocess.run(
+        [sys.executable, "-m", "parity", "validate", "--root", str(tmp_path), *specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 21 and all(": OK (validation " in line for line in lines), lines
