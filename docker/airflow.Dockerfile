@@ -1,7 +1,7 @@
 # The Airflow image the Parity stack runs in (docker-compose.yaml): Airflow 3.3 on Python
 # 3.11, the Java of the Spark image (spark-submit runs in client mode, so each Spark job's
 # driver runs in the Airflow task's container and talks to the Spark workers), and Parity's
-# Python dependencies exactly as uv.lock pins them. The project itself is mounted at
+# Python dependencies exactly as uv.lock pins them (docker/install-locked.sh). The project itself is mounted at
 # /opt/parity, not copied: edit a DAG or a spec and the DAG processor sees it.
 #
 #   docker compose build
@@ -15,9 +15,9 @@ COPY --from=spark /opt/java/openjdk /opt/java/openjdk
 ENV JAVA_HOME=/opt/java/openjdk \
     PATH=/opt/java/openjdk/bin:${PATH}
 
-COPY --chown=airflow:0 pyproject.toml uv.lock /tmp/parity/
-RUN pip install --no-cache-dir uv \
- && uv export --frozen --no-dev --no-emit-project --no-hashes \
-      --project /tmp/parity -o /tmp/parity/requirements.txt \
- && pip install --no-cache-dir -r /tmp/parity/requirements.txt \
+# Exactly uv.lock's versions, with uv (the image has it): docker/install-locked.sh says why
+# not pip install -r, and fails the build unless pyspark's version is its jars'.
+COPY --chown=airflow:0 pyproject.toml uv.lock docker/install-locked.sh /tmp/parity/
+RUN (command -v uv >/dev/null || pip install --no-cache-dir uv) \
+ && UV_NO_CACHE=1 /tmp/parity/install-locked.sh /tmp/parity \
  && rm -rf /tmp/parity

@@ -11,6 +11,7 @@ Apache License 2.0).
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ COMPOSE: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yaml").read_tex
 SERVICES: dict[str, Any] = COMPOSE["services"]
 AIRFLOW = ("airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer")
 SPARK = ("spark-master", "spark-worker")
+CAPTURES = "parity-captures"
+HOWTO = (ROOT / "docs" / "how-to" / "compose.md").read_text()
 
 
 def test_valid_against_the_compose_specification() -> None:
@@ -36,7 +39,7 @@ def test_valid_against_the_compose_specification() -> None:
 
 
 def test_the_stack_has_airflow_postgres_and_a_spark_cluster() -> None:
-    assert sorted(SERVICES) == sorted(["postgres", "airflow-init", *AIRFLOW, *SPARK])
+    assert sorted(SERVICES) == sorted(["postgres", "airflow-init", *AIRFLOW, *SPARK, CAPTURES])
     commands = {name: SERVICES[name]["command"] for name in AIRFLOW}
     assert commands == {
         "airflow-apiserver": "api-server",
@@ -132,7 +135,7 @@ def test_the_spark_connection_resolves_to_the_master(monkeypatch: pytest.MonkeyP
         "org.apache.spark.deploy.master.Master",
         *("--host", "spark-master", "--port", "7077", "--webui-port", "8080"),
     ]
-    assert "7077:7077" in master["ports"]
+    assert not any("7077" in port for port in master["ports"])  # see the next test
     assert SERVICES["spark-worker"]["command"][1:3] == [
         "org.apache.spark.deploy.worker.Worker",
         "spark://spark-master:7077",
@@ -221,7 +224,7 @@ def test_init_creates_the_workspace_volume_for_the_airflow_user_first() -> None:
         for name, service in SERVICES.items()
         if name != "airflow-init" and "parity-home:/opt/parity-home" in service.get("volumes", [])
     ]
-    assert sorted(writers) == sorted([*AIRFLOW, *SPARK])
+    assert sorted(writers) == sorted([*AIRFLOW, *SPARK, CAPTURES])
     for name in writers:
         assert SERVICES[name]["depends_on"]["airflow-init"] == {
             "condition": "service_completed_successfully"
@@ -251,7 +254,10 @@ def test_spark_runs_as_the_spark_images_user_with_group_writable_jobs() -> None:
         assert conf_dir == "/opt/parity/docker/spark-conf", name
     defaults = (ROOT / "docker" / "spark-conf" / "spark-defaults.conf").read_text()
     settings = [line.split() for line in defaults.splitlines() if line and line[0] != "#"]
-    assert settings == [["spark.hadoop.fs.permissions.umask-mode", "002"]]
+    assert settings == [
+        ["spark.hadoop.fs.permissions.umask-mode", "002"],
+        ["spark.cores.max", "1"],
+    ]
 
 
 # starlette.testclient (imported with Airflow's API server) warns that it prefers httpx2.
@@ -272,3 +278,191 @@ def test_airflows_simple_auth_manager_reads_that_login(
     users = [(user.username, user.role) for user in SimpleAuthManager.get_users()]
     assert users == [("admin", "admin")]
     assert SimpleAuthManager.get_passwords() == {"admin": "admin"}
+
+
+def _published() -> dict[str, list[str]]:
+    return {name: s["ports"] for name, s in SERVICES.items() if s.get("ports")}
+
+
+def test_only_loopback_is_published_and_never_the_spark_masters_port() -> None:
+    """An unauthenticated standalone master runs anyone's application: 7077 is for the
+    containers on the compose network alone; what is published is bound to 127.0.0.1."""
+    assert _published() == {
+        "airflow-apiserver": ["127.0.0.1:8080:8080"],
+        "spark-master": ["127.0.0.1:8081:8080"],
+    }
+
+
+def test_spark_cores_max_follows_the_pools_sizing_rule() -> None:
+    """slots = the cluster's cores / spark.cores.max (README, "Concurrency"): the pool's
+    slots are that many applications side by side, none taking every core."""
+    script = SERVICES["airflow-init"]["command"][-1]
+    pool = re.search(r"airflow pools set parity_spark (\d+) ", script)
+    worker = SERVICES["spark-worker"]["command"]
+    cores = int(worker[worker.index("--cores") + 1])
+    defaults = (ROOT / "docker" / "spark-conf" / "spark-defaults.conf").read_text()
+    per_app = re.search(r"^spark\.cores\.max (\d+)$", defaults, re.MULTILINE)
+    assert pool is not None and per_app is not None
+    assert (int(pool.group(1)), cores, int(per_app.group(1))) == (2, 2, 1)
+    assert cores // int(per_app.group(1)) == int(pool.group(1))
+    assert "The pool `parity_spark` has 2 slots and the worker has 2 cores" in HOWTO
+    assert "(`spark.cores.max 1` in `docker/spark-conf/spark-defaults.conf`)" in HOWTO
+
+
+def test_the_captures_service_writes_every_capture_the_bundled_specs_read() -> None:
+    """Inside the stack, with the Airflow image's Python, as tools/demo.py writes them: so
+    that every bundled DAG's plan finds its input, the recovery validations' too."""
+    from jobs.examples.generate import CAPTURES as GENERATED
+    from matcher.spec import load_spec
+    from tools.demo import SEQUENCE_WINDOW_INPUT
+
+    service = SERVICES[CAPTURES]
+    assert service["profiles"] == ["setup"]  # `up` never starts it
+    assert service["image"] == SERVICES["airflow-scheduler"]["image"]
+    assert ".:/opt/parity" in service["volumes"]
+    script = service["command"][-1].splitlines()
+    sequence = " ".join(f"--{key} {value}" for key, value in SEQUENCE_WINDOW_INPUT.items())
+    assert script == [
+        "set -euo pipefail",
+        "cd /opt/parity",
+        "python -m jobs.examples.generate --out data/captures",
+        "python -m jobs.examples.sequence_input --out data/captures/sequence_window " + sequence,
+    ]
+    written = {f"data/captures/{name}" for name in (*GENERATED, "sequence_window")}
+    specs = sorted((ROOT / "dags" / "validations").glob("*.yaml"))
+    read = {load_spec(str(path)).input.path for path in specs}  # type: ignore[union-attr]
+    assert len(specs) == 21
+    assert read <= written, read - written
+
+
+def test_the_howto_commands_match_the_compose_file() -> None:
+    """docs/how-to/compose.md is followed word for word: every service it names exists, its
+    ports and login are the ones published, its variables are the ones the file reads."""
+    commands = re.findall(r"^\$ (.+)$", HOWTO, re.MULTILINE)
+    assert commands == [
+        'echo "AIRFLOW_UID=$(id -u)" > .env',
+        "docker compose build",
+        "docker compose run --rm parity-captures",
+        "docker compose up -d",
+        "docker compose ps",
+        "docker compose exec -w /opt/parity airflow-scheduler python -m parity validate "
+        "dags/validations/maxrow_wellformed.yaml",
+        "docker compose exec -w /opt/parity airflow-scheduler python -m parity list",
+        "docker compose down          # keeps the volumes: the databases and the run workspaces",
+        "docker compose down -v       # removes them too",
+    ]
+    for command in commands:
+        named = re.search(r"docker compose (?:run --rm|exec -w \S+) (\S+)", command)
+        if named is not None:
+            assert named.group(1) in SERVICES, command
+    assert (ROOT / "dags" / "validations" / "maxrow_wellformed.yaml").is_file()
+    assert SERVICES["airflow-scheduler"]["user"] == "${AIRFLOW_UID:-50000}:0"
+    assert ".:/opt/parity" in SERVICES["airflow-scheduler"]["volumes"]
+    assert SERVICES["airflow-scheduler"]["environment"]["PYTHONPATH"] == "/opt/parity"
+    assert SERVICES[CAPTURES]["profiles"] == ["setup"] and "profile `setup`" in HOWTO
+    # The addresses it opens are the published ones.
+    published = _published()
+    assert "<http://localhost:8080>" in HOWTO and published["airflow-apiserver"] == [
+        "127.0.0.1:8080:8080"
+    ]
+    assert "<http://localhost:8081>" in HOWTO and published["spark-master"] == [
+        "127.0.0.1:8081:8080"
+    ]
+    assert "the API server on `127.0.0.1:8080` and the Spark master's UI on\n`127.0.0.1:8081`" in (
+        HOWTO
+    )
+    # The login: the user and the passwords file the stack configures.
+    passwords = json.loads((ROOT / "docker" / "simple_auth_manager_passwords.json").read_text())
+    assert passwords == {"admin": "admin"}
+    assert (
+        "log in as `admin`, password `admin` (set in\n`docker/simple_auth_manager_passwords.json`)"
+        in (HOWTO)
+    )
+    # The opt-in override publishes the port the master listens on, on loopback, for the
+    # service that runs it.
+    override = yaml.safe_load(re.search(r"```yaml\n(.*?)```", HOWTO, re.DOTALL).group(1))  # type: ignore[union-attr]
+    assert override == {"services": {"spark-master": {"ports": ["127.0.0.1:7077:7077"]}}}
+    master = SERVICES["spark-master"]["command"]
+    assert master[master.index("--port") + 1] == "7077"
+    assert "`docker-compose.override.yaml` beside `docker-compose.yaml`" in HOWTO
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_images_install_step_installs_the_locks_pyspark(tmp_path: Path) -> None:
+    """docker/install-locked.sh, as docker/airflow.Dockerfile runs it, in a clean virtual
+    environment from the local uv cache (no network): the lock's versions exactly, and a
+    pyspark whose Python files are its jars' version (pip install -r put pyspark-client's
+    4.2 files over 4.3's). About a minute: it installs the lock's 190 packages."""
+    import shutil
+    import subprocess
+
+    uv = shutil.which("uv") or str(Path.home() / ".local" / "bin" / "uv")
+    if not Path(uv).is_file():
+        pytest.skip("uv is not installed on this machine (make install installs it)")
+    dockerfile = (ROOT / "docker" / "airflow.Dockerfile").read_text()
+    assert (
+        "COPY --chown=airflow:0 pyproject.toml uv.lock docker/install-locked.sh /tmp/parity/"
+        in (dockerfile)
+    )
+    assert "UV_NO_CACHE=1 /tmp/parity/install-locked.sh /tmp/parity" in dockerfile
+    instructions = [line for line in dockerfile.splitlines() if not line.startswith("#")]
+    assert not any("pip install -r" in line for line in instructions)
+    project = tmp_path / "parity"
+    project.mkdir()
+    for name in ("pyproject.toml", "uv.lock"):
+        shutil.copy(ROOT / name, project / name)
+    venv = tmp_path / "venv"
+    env = {
+        "PATH": f"{venv / 'bin'}:{Path(uv).parent}:/usr/bin:/bin",
+        "HOME": str(Path.home()),
+        "UV_OFFLINE": "1",
+        "UV_PYTHON_DOWNLOADS": "never",
+    }
+    subprocess.run([uv, "venv", "--quiet", "--python", "3.11", str(venv)], check=True, env=env)
+    env["VIRTUAL_ENV"] = str(venv)
+    done = subprocess.run(
+        ["bash", str(ROOT / "docker" / "install-locked.sh"), str(project)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "pyspark 4.3.0, jars spark-core_2.13-4.3.0.jar\n"
+    frozen = subprocess.run(
+        [uv, "pip", "freeze", "--python", str(venv / "bin" / "python")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert "pyspark==4.3.0" in frozen
+    assert not any(line.startswith("pyspark-client") for line in frozen)
+
+
+def test_after_the_captures_service_every_bundled_dag_can_plan(tmp_path: Path) -> None:
+    """The captures service's commands, run here as the container runs them (its working
+    directory a root with the project's jobs), then ``parity validate`` with the existence
+    checks on: all 21 bundled validations plan, the two recovery validations included."""
+    import subprocess
+    import sys
+
+    (tmp_path / "jobs").symlink_to(ROOT / "jobs")
+    script = SERVICES[CAPTURES]["command"][-1].splitlines()
+    assert script[:2] == ["set -euo pipefail", "cd /opt/parity"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for line in script[2:]:
+        argv = line.split()
+        assert argv[0] == "python"
+        subprocess.run([sys.executable, *argv[1:]], cwd=tmp_path, env=env, check=True)
+    specs = sorted(str(p) for p in (ROOT / "dags" / "validations").glob("*.yaml"))
+    done = subprocess.run(
+        [sys.executable, "-m", "parity", "validate", "--root", str(tmp_path), *specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert len(lines) == 21 and all(": OK (validation " in line for line in lines), lines

@@ -575,6 +575,7 @@ def test_trends_api_gives_each_validations_finished_runs_oldest_first(
                         "counts": {"loss": 0, "duplication": 0, "reordering": 0, "corruption": 0},
                         "total_divergences": 0,
                         "gate_passed": True,
+                        "gate": "open",
                     },
                     {
                         "run_id": R2,
@@ -583,6 +584,7 @@ def test_trends_api_gives_each_validations_finished_runs_oldest_first(
                         "counts": {"loss": 2, "duplication": 0, "reordering": 0, "corruption": 1},
                         "total_divergences": 3,
                         "gate_passed": False,
+                        "gate": "closed",
                     },
                     {
                         "run_id": R3,
@@ -591,6 +593,7 @@ def test_trends_api_gives_each_validations_finished_runs_oldest_first(
                         "counts": {"loss": 0, "duplication": 0, "reordering": 1, "corruption": 0},
                         "total_divergences": 1,
                         "gate_passed": False,
+                        "gate": "closed",
                     },
                 ],
             }
@@ -626,7 +629,10 @@ def test_trends_page_draws_one_chart_per_validation(client: Any, viewer: dict[st
         '<rect class="kind-corruption" x="378.0" y="69.6" width="40.0" height="28.8"></rect>'
         in taxi
     )
-    assert "<title>2026-01-02 03:00 UTC: divergent, divergences loss 2, corr 1</title>" in taxi
+    assert (
+        "<title>2026-01-02 03:00 UTC: divergent, divergences loss 2, corr 1, gate closed</title>"
+        in taxi
+    )
     assert (
         '<p class="gate gate-no-verdict">gate no usable verdict: in progress: run '
         f"{R5} started 2026-01-04T03:00:00+00:00</p>" in taxi  # the newest attempt decides

@@ -48,6 +48,9 @@ from matcher.verdict import KINDS
 from tools import class_archive
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the recovery validations' capture (jobs.examples.sequence_input), here and in the compose
+#: stack's parity-captures service (tests/test_docker_compose.py checks they agree)
+SEQUENCE_WINDOW_INPUT = {"keys": 6, "count": 40, "files": 20}
 BIN = Path(sys.executable).parent
 #: the default run: equivalent (DiffStream's maxrow), divergent (the buggy topics job: loss
 #: and corruption), the reference's noise rerun with the operator's properties re-tested
@@ -243,7 +246,7 @@ def prepare(home: Path, scale: float, out: TextIO) -> dict[str, str] | None:
     for name in CAPTURES:
         generate(name, ROOT / "data" / "captures", scale=scale)
     # The recovery validations' input: per key 1..40, as 20 files (one micro-batch each).
-    write_input(ROOT / "data" / "captures" / "sequence_window", keys=6, count=40, files=20)
+    write_input(ROOT / "data" / "captures" / "sequence_window", **SEQUENCE_WINDOW_INPUT)
     print(f"  captures written to {ROOT / 'data' / 'captures'} (scale {scale:g})", file=out)
 
     with _quiet(home / "logs" / "airflow-setup.log"):

@@ -21,6 +21,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "properties": ("parity.cli.properties", "add_properties_parser"),
     "approve": ("parity.cli.approve", "add_approve_commands"),
     "revoke": ("parity.cli.approve", "add_approve_commands"),
+    "validate": ("parity.cli.validate", "add_validate_parser"),
+    "list": ("parity.cli.listing", "add_list_parser"),
 }
 
 #: each subcommand's line in ``parity --help`` (its module's parser uses the same words)
@@ -38,6 +40,8 @@ SUMMARY: dict[str, str] = {
     "non-commutativity and partition-interference",
     "approve": "accept a run's divergences as intended, on record (opens its version's gate)",
     "revoke": "revoke the approval of a run's divergences",
+    "validate": "check validation spec files as the DAG factory and the plan would (exit 0 or 2)",
+    "list": "the validations of this deployment: schedule, last verdict and gate",
 }
 
 #: exit code of any error (bad spec, unreadable output, bad usage, a bug): never 1

@@ -3,6 +3,7 @@
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
                    [--until YYYY-MM-DD] [--limit N] [--json] [--db URL]
 
+``--trigger`` takes the values runs are stored with (``parity.views.history.TRIGGERS``).
 ``--since`` and ``--until`` are UTC days, both inclusive, as the Parity page's HTTP API
 takes them (``/parity/api/runs?since=&until=``).
 
@@ -20,7 +21,15 @@ from typing import Any, TextIO
 
 from matcher.arguments import whole_number
 from parity.cli.commands import SUMMARY
-from parity.views.history import DEFAULT_LIMIT, VERDICTS, history_entry, history_row, render_table
+from parity.views.history import (
+    DEFAULT_LIMIT,
+    TRIGGERS,
+    TRIGGERS_HELP,
+    VERDICTS,
+    history_entry,
+    history_row,
+    render_table,
+)
 
 
 def add_history_parser(commands: Any) -> None:
@@ -32,7 +41,9 @@ def add_history_parser(commands: Any) -> None:
     )
     history.add_argument("--validation", metavar="V", help="only this validation's runs")
     history.add_argument("--verdict", choices=VERDICTS, help="only runs with this verdict")
-    history.add_argument("--trigger", metavar="T", help="only runs triggered so (scheduled, adhoc)")
+    history.add_argument(
+        "--trigger", choices=TRIGGERS, help=f"only runs triggered so: {TRIGGERS_HELP}"
+    )
     history.add_argument(
         "--since",
         type=_date,

@@ -6,9 +6,12 @@
                 [--max-age D] [--wait [--timeout D]] [--spec FILE]
     parity approve|revoke RUN_ID --reason TEXT [--by NAME] [--json]    (parity.cli.approve)
     parity run VALIDATION [--airflow URL] [--wait] [--json] ...        (parity.cli.run)
-    parity report RUN_ID [--html PATH] [--json] [--db URL]            (parity.cli.report)
+    parity report RUN_ID | --latest VALIDATION [--html PATH] [--json] [--db URL]
+                                                                       (parity.cli.report)
     parity history [--validation V] [--verdict X] [--trigger T] [--since YYYY-MM-DD]
-                   [--limit N] [--json] [--db URL]                     (parity.cli.history)
+                   [--until YYYY-MM-DD] [--limit N] [--json] [--db URL] (parity.cli.history)
+    parity validate SPEC... [--root DIR] [--no-files]                  (parity.cli.validate)
+    parity list [--json] [--db URL]                                    (parity.cli.listing)
     parity windows OUTPUT [--expected N] [--at-least-once] [--json]    (parity.cli.windows)
     parity recovery SPEC.yaml [--crashes N] [--seed S] [--kill K] ...  (parity.cli.recovery)
     parity properties MODULE:FUNCTION --sample SAMPLE [--key COL ...] ... (parity.cli.properties)

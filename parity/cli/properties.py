@@ -55,6 +55,7 @@ from parity.properties.outcomes import Outcome, Report
 from parity.properties.properties import PROPERTIES, Context
 from parity.properties.runner import Plan, check_operator, technique_label
 from parity.properties.suggest import suggest_spec
+from parity.views.history import TRIGGERS
 from parity.views.properties import WORDS
 
 EXIT_RAN = 0
@@ -140,8 +141,12 @@ def add_properties_parser(commands: Any) -> None:
     stored.add_argument(
         "--validation", metavar="NAME", help="the stored run's name (default: the operator)"
     )
+    stored.add_argument(
+        "--trigger",
+        choices=TRIGGERS,
+        help="how it was started, as the stored run says (default cli)",
+    )
     for option, what in (
-        ("--trigger", "how it was started (default cli)"),
         ("--dag-id", "the Airflow DAG that ran it"),
         ("--dag-run-id", "the Airflow DAG run"),
         ("--spec-file", "the spec whose properties: listed the operator"),

@@ -1,13 +1,16 @@
 """``parity report``: one stored run as a summary, a JSON document, or an HTML page.
 
     parity report RUN_ID [--html PATH] [--json] [--db URL]
+    parity report --latest VALIDATION [--html PATH] [--json] [--db URL]
 
 Without options it prints a short summary; ``--json`` prints the report document
 (``parity.views.report.report_document``) as one JSON object; ``--html PATH`` writes the
 self-contained page (``-`` for standard output, then without ``--json``: two documents on
 one stream would be neither). The page is written whole, and only to a new file or over a
 regular file with one link: a symbolic link, device, FIFO or folder at PATH is refused
-(``matcher.files.output_paths``). An unknown run id is an error (exit 2). Every form shows
+(``matcher.files.output_paths``). ``--latest VALIDATION`` shows that validation's newest
+attempt (the run ``parity gate VALIDATION`` answers from: completed, failed or running). An
+unknown run id, or a validation without a run, is an error (exit 2). Every form shows
 the run's approvals (``parity approve``): who accepted which divergences, when and why, and
 any revocation (``parity.views.approvals``).
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from matcher import uris
-from matcher.errors import OutputPathError
+from matcher.errors import InputError, OutputPathError
 from matcher.files.output_paths import check_output_path, write_output
 from parity.cli.commands import SUMMARY
 
@@ -38,7 +41,14 @@ def add_report_parser(commands: Any) -> None:
         description="Show a run from the results store: its verdict, witnesses, statistics "
         "and expectation results. Exit 0, or 2 when there is no such run.",
     )
-    report.add_argument("run_id", metavar="RUN_ID", help="the run's id (parity history lists them)")
+    report.add_argument(
+        "run_id", nargs="?", metavar="RUN_ID", help="the run's id (parity history lists them)"
+    )
+    report.add_argument(
+        "--latest",
+        metavar="VALIDATION",
+        help="instead of RUN_ID: the validation's newest run (the one its gate answers from)",
+    )
     report.add_argument(
         "--html",
         metavar="PATH",
@@ -66,6 +76,8 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
             "report: --html - and --json would both write to standard output: give --html a "
             "file name, or leave out one of them"
         )
+    if (args.run_id is None) == (args.latest is None):
+        raise InputError("report: give RUN_ID or --latest VALIDATION (one of them)")
     if args.html is not None and args.html != "-":
         check_output_path(args.html, "--html")  # before the store is read: nothing to undo
     differences = getattr(args, "differences", None)
@@ -74,7 +86,10 @@ def run_report(args: argparse.Namespace, out: TextIO) -> int:
 
         export_format(differences)
         check_output_path(differences, "--differences")
-    record, approvals = load_record_and_approvals(args.run_id, args.db)
+    if args.latest is not None:
+        record, approvals = load_latest(args.latest, args.db)
+    else:
+        record, approvals = load_record_and_approvals(args.run_id, args.db)
     if differences is not None:
         rows = export_differences(record, differences)
         out.write(f"wrote {rows:,} differences to {differences}\n")
@@ -111,6 +126,21 @@ def load_record_and_approvals(run_id: str, db: str | None) -> tuple[RunRecord, R
         record = store.get_run(run_id)
         if record is None:
             raise UnknownRunError(f"no run {run_id!r} in {store.url}")
+        approvals = run_approvals(store, record)
+    return record, approvals
+
+
+def load_latest(validation: str, db: str | None) -> tuple[RunRecord, RunApprovals]:
+    """The newest run of ``validation`` (``Store.latest_run``, completed or not) and its
+    approvals; a validation without a run is an error naming the store."""
+    from matcher.store import Store, UnknownRunError
+    from parity.views.approvals import run_approvals
+
+    with Store.open_readonly(db) as store:
+        newest = store.latest_run(validation, completed_only=False)
+        record = None if newest is None else store.get_run(newest.run_id)
+        if record is None:
+            raise UnknownRunError(f"no run of validation {validation!r} in {store.url}")
         approvals = run_approvals(store, record)
     return record, approvals
 

@@ -30,6 +30,15 @@ if TYPE_CHECKING:  # the store (SQLAlchemy, Alembic) is imported when the comman
 DEFAULT_LIMIT = 50
 #: the store's run verdicts (``matcher.store.records.RUN_VERDICTS``; a test checks they agree)
 VERDICTS = ("equivalent", "divergent", "noisy", "error")
+#: the triggers runs are stored with: ``scheduled`` and ``adhoc`` by the DAGs
+#: (``parity.airflow.plan.trigger_of``), ``cli`` by ``parity recovery`` and ``parity
+#: properties``, ``manual`` by ``jobs/match.py`` run by hand (its default); a test checks
+#: that every writer's values are here
+TRIGGERS = ("scheduled", "adhoc", "cli", "manual")
+TRIGGERS_HELP = (
+    "scheduled (the scheduler's runs), adhoc (triggered in Airflow or by parity run), cli "
+    "(parity recovery, parity properties), manual (jobs/match.py run by hand)"
+)
 COLUMNS = (
     "started",
     "validation",

@@ -88,7 +88,7 @@ from parity_ui.filters import (
 )
 from parity_ui.links import MOUNT
 from parity_ui.store import LazyStore, StoreDep, lifespan, store_of
-from parity_ui.trends import KINDS, layout_chart, trend_points
+from parity_ui.trends import KINDS, TrendPoint, layout_chart, trend_points
 from parity_ui.views import Roots, history_row, run_entry
 
 HERE = Path(__file__).parent
@@ -169,9 +169,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
             {
                 "validation": name,
                 "gate": _todays_gate(request, name)[0].to_dict(),
-                "chart": layout_chart(
-                    trend_points(store.list_runs(validation=name, limit=runs)), roots
-                ),
+                "chart": layout_chart(_trend(store, name, runs), roots),
             }
             for name in shown
         ]
@@ -232,10 +230,7 @@ def create_app(store_url: str | None = None) -> FastAPI:
             "validations": [
                 {
                     "validation": name,
-                    "points": [
-                        point.as_dict()
-                        for point in trend_points(store.list_runs(validation=name, limit=runs))
-                    ],
+                    "points": [point.as_dict() for point in _trend(store, name, runs)],
                 }
                 for name in names
             ],
@@ -276,6 +271,12 @@ def create_app(store_url: str | None = None) -> FastAPI:
         return FileResponse(HERE / "static" / name, media_type=STATIC[name])
 
     return app
+
+
+def _trend(store: Store, name: str, runs: int) -> list[TrendPoint]:
+    """The trend of ``name``'s latest ``runs`` runs, each gate as the history shows it."""
+    listed = store.list_runs(validation=name, limit=runs)
+    return trend_points(listed, history_approvals(store, listed))
 
 
 def _todays_gate(

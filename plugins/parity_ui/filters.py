@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from parity.views.history import TRIGGERS as STORED_TRIGGERS
+
 #: the run verdicts the store keeps (``matcher.store.records.RUN_VERDICTS``)
 VERDICTS = ("equivalent", "divergent", "noisy", "error")
-#: the triggers the form offers (the API takes any): the DAG's, and the CLI's default
-TRIGGERS = ("scheduled", "adhoc", "manual")
+#: the triggers the form offers (the API takes any): those runs are stored with
+TRIGGERS = STORED_TRIGGERS
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 DEFAULT_TREND_RUNS = 30

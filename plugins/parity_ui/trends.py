@@ -3,7 +3,9 @@
 The chart is drawn on the server (``templates/trends.html.j2`` turns a ``Chart`` into SVG),
 so it needs no script and no network. One slot per run: a bar stacked by divergence kind
 (height: the run's divergence count, on a scale from 0 to a round maximum) over a dot
-coloured by the verdict; a slot links to the run's page and its tooltip says what it shows.
+coloured by the verdict; a slot links to the run's page and its tooltip says what it shows,
+the gate included: open or closed, as the history's gate column says it
+(``parity.views.history.gate_now``, an approval that opens it counted).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from typing import Any
 
 from matcher.store import RunSummary
 from matcher.store.records import PROPERTIES
-from parity.views.history import describe_counts
+from parity.views.approvals import RunApprovals
+from parity.views.history import NONE, describe_counts, gate_now
 from parity_ui.views import Roots, when
 
 KINDS = ("loss", "duplication", "reordering", "corruption")
@@ -35,6 +38,8 @@ class TrendPoint:
     counts: Mapping[str, int]
     total_divergences: int
     gate_passed: bool | None
+    #: the gate now, ``open`` or ``closed`` (``None``: not decided)
+    gate: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -44,13 +49,18 @@ class TrendPoint:
             "counts": dict(self.counts),
             "total_divergences": self.total_divergences,
             "gate_passed": self.gate_passed,
+            "gate": self.gate,
         }
 
 
-def trend_points(runs: Sequence[RunSummary]) -> list[TrendPoint]:
+def trend_points(
+    runs: Sequence[RunSummary], approvals: Mapping[str, RunApprovals] | None = None
+) -> list[TrendPoint]:
     """The finished runs among ``runs`` (newest first, as the store lists them), oldest
     first; a run still running has no verdict yet and is left out, and so is a properties
-    run (a spec's operators re-tested under its name), which never has one."""
+    run (a spec's operators re-tested under its name), which never has one. ``approvals``:
+    the runs' (``history_approvals``), so that an approved run's gate reads open."""
+    approved = approvals or {}
     return [
         TrendPoint(
             run_id=run.run_id,
@@ -59,6 +69,7 @@ def trend_points(runs: Sequence[RunSummary]) -> list[TrendPoint]:
             counts={kind: run.counts.get(kind, 0) for kind in KINDS},
             total_divergences=run.total_divergences,
             gate_passed=run.gate_passed,
+            gate=gate_now(run, approved.get(run.run_id)),
         )
         for run in reversed(runs)
         if run.status != "running" and run.kind != PROPERTIES
@@ -169,7 +180,8 @@ def _tick_values(top: int) -> tuple[int, ...]:
 
 def _title(point: TrendPoint) -> str:
     counts = describe_counts(point.counts)
-    return f"{when(point.started_at)}: {point.verdict}, divergences {counts}"
+    gate = point.gate or NONE
+    return f"{when(point.started_at)}: {point.verdict}, divergences {counts}, gate {gate}"
 
 
 def _day(point: TrendPoint) -> str:

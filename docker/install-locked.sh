@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Install uv.lock's packages, exactly the lock's versions, into the Python environment uv
+# targets (the active virtual environment, VIRTUAL_ENV; the Airflow image's own), then check
+# that PySpark's Python files are the version of its jars.
+#
+#   docker/install-locked.sh PROJECT_DIR     (PROJECT_DIR holds pyproject.toml and uv.lock)
+#
+# docker/airflow.Dockerfile runs it; tests/test_docker_compose.py runs it in a clean virtual
+# environment from the local uv cache (UV_OFFLINE=1). The export is the lock's whole
+# resolution, uv's override included (pyspark-client is exported under a marker that is never
+# true). It is installed with --no-deps: an installer that resolved the requirements again
+# (pip install -r) would follow the Spark provider's own requirement, pyspark-client, whose
+# pyspark/ package (4.2 files) lands over pyspark 4.3's.
+set -euo pipefail
+project=$1
+uv export --frozen --no-dev --no-emit-project --no-hashes --quiet \
+  --project "$project" -o "$project/requirements.locked.txt"
+uv pip install --no-deps --quiet -r "$project/requirements.locked.txt"
+python - <<'PY'
+import pathlib
+import sys
+
+import pyspark
+
+jars = sorted((pathlib.Path(pyspark.__file__).parent / "jars").glob("spark-core_*.jar"))
+versions = [jar.stem.rpartition("-")[2] for jar in jars]
+if versions != [pyspark.__version__]:
+    sys.exit(f"pyspark {pyspark.__version__} with the jars of Spark {versions}: not one version")
+print(f"pyspark {pyspark.__version__}, jars {jars[0].name}")
+PY
