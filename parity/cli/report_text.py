@@ -24,7 +24,7 @@ from parity.views.verdict_text import witness_lines
 if TYPE_CHECKING:
     from parity.views.approvals import RunApprovals
 
-GATE = {None: "gate not decided", True: "gate passed", False: "gate closed"}
+GATE = {None: "gate not decided", True: "gate open", False: "gate closed"}
 
 
 def render_summary(record: RunRecord, approvals: RunApprovals | None = None) -> str:

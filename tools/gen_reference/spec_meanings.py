@@ -184,6 +184,11 @@ MEANINGS: dict[str, str] = {
         "(default: inferred as Spark infers them); a value not of its declared type is an "
         "error (exit 2) naming the file, line and column"
     ),
+    "output.differences": (
+        "write every difference (kind, key, positions, both events) into the run's report "
+        "folder as `differences.parquet`, for `parity report RUN --differences PATH`; on "
+        "Spark, for a dependence by key"
+    ),
     "dependence": "which events must keep their order",
     "dependence.unordered": "no event keeps its order (a multiset)",
     "dependence.ordered": "every event keeps its order (a sequence)",
