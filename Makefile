@@ -10,6 +10,7 @@
 #   make crashes every variant of the detector's crash-and-restart runs, and on a standalone cluster (minutes; CI runs two of them)
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
+#   make newcomer  a fresh clone of HEAD through make demo and the tutorial's commands (minutes; not in CI)
 #   make fmt     format and auto-fix
 #   make lock    re-resolve uv.lock after editing dependencies in pyproject.toml
 #   make clean   remove the venv and every cache
@@ -76,6 +77,12 @@ cluster: install
 # `approve` as a release pipeline runs them, and the deploy DAG on the gate's Asset event
 # (tests/test_release_e2e.py; CI runs the short path, tests/test_release_services.py), the
 # CI script blocking a divergent build, and the release example DAG with Spark.
+# A newcomer's first hour as a test (issue 33): clone HEAD, make demo, then the tutorial's
+# commands on the bundled example pipeline, with the verdicts it shows
+# (tests/test_newcomer.py).
+newcomer: install
+	$(BIN)/pytest --newcomer -m newcomer --timeout 3600 -p no:cacheprovider tests/test_newcomer.py
+
 release-e2e: install
 	$(BIN)/pytest --release-e2e -m release_e2e --timeout 1800 -p no:cacheprovider tests/test_release_e2e.py \
 		tests/test_ci_recipes.py tests/test_airflow_release.py
