@@ -6,7 +6,7 @@
 application the bundled ``maxrow_wellformed`` spec names, and a version label); the
 validation group (``parity.airflow.group.validation_group``) validates that candidate, the
 values coming from ``build``'s XCom when the run reaches them; ``deploy`` runs only when
-the group's gate passed (a closed gate fails ``gate``, and ``deploy`` is then
+the group's gate is open (a closed gate fails ``gate``, and ``deploy`` is then
 ``upstream_failed``). Trigger it by hand (``airflow dags trigger parity_release_example``).
 
 The DAG exists only where the validations folder has ``maxrow_wellformed``: a deployment

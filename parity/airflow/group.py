@@ -10,7 +10,7 @@ validation's own DAG (``parity.airflow.factory.build_dag`` calls ``add_validatio
             candidate_application=built["application"],
             candidate_version=built["version"],
         )
-        checked >> deploy()   # runs only when the gate passed
+        checked >> deploy()   # runs only when the gate is open
 
 The arguments may be values or ``XComArg``s of upstream tasks, rendered when the ``plan``
 task runs; they take the place of the validation DAG's trigger parameters (``None``: the
