@@ -21,8 +21,11 @@ And, on the first layout in file order, the faulty patterns of issue 31, each ov
 ``EXACT_LIMIT`` events in disagreeing keys, so that the chains are explained on digests
 where the data is (``matcher.spark.chains_run``) and none reaches the core's loop: a fault
 in 1% of the keys per kind; faults in every key (one lost, one extra, one altered and two
-moved events each); every row corrupted. The kinds, counts, columns and matched events
-are the core's on the same events (the faulty keys' alone, or all of them).
+moved events each); every row corrupted. The kinds, counts, columns, column profile and
+matched events are the core's on the same events (the faulty keys' alone, or all of them).
+
+And the table of every difference (``output.differences``), on every faulty layout and
+pattern: a row per divergence the verdict counts, written by the executors.
 """
 
 from __future__ import annotations
@@ -33,16 +36,19 @@ import re
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from matcher import compare
+from matcher.serialize import json_safe
 from matcher.spark import screen as screen_module
 from matcher.spark.grouped_run import EXACT_LIMIT
 from matcher.spark.outputs import compare_on_spark
@@ -363,6 +369,8 @@ def test_faulty_patterns_get_the_cores_counts_without_the_cores_loop(
     assert dict(verdict.counts) == injected
     assert dict(verdict.column_mismatches) == dict(expected.column_mismatches)
     assert dict(verdict.column_mismatches) == {"v": injected["corruption"]}
+    # the column profile, over every corruption, numpy on the executors: the core's, exactly
+    assert json_safe(dict(verdict.column_profiles)) == json_safe(dict(expected.column_profiles))
     assert (verdict.reference_count, verdict.candidate_count) == (ROWS, ROWS)
     untouched = ROWS - expected.reference_count
     assert verdict.matched_count == untouched + expected.matched_count
@@ -409,3 +417,41 @@ def test_the_match_job_on_identical_outputs_is_equivalent(
         ROWS,
         ROWS,
     )
+
+
+EXPORTS = [*[pytest.param(layout.name, id=f"faulty {layout.name}") for layout in LAYOUTS]]
+EXPORTS += [pytest.param(pattern, id=pattern) for pattern in PATTERNS]
+
+
+@pytest.mark.parametrize("case", EXPORTS)
+def test_every_difference_is_exported_where_the_data_is(
+    session: SparkSession,
+    outputs: dict[str, Path],
+    pattern_outputs: Path,
+    tmp_path: Path,
+    case: str,
+) -> None:
+    """``output.differences`` at scale (issue 32): the table Spark writes into the run's
+    folder has a row per divergence the verdict counts, kind by kind, on every faulty
+    layout and every fault pattern (up to every row corrupted). It is written by executors
+    (``matcher.spark.differences``): the driver reads back only the Parquet footers and the
+    ``kind`` column here, in this test."""
+    if case in PATTERNS:
+        reference, candidate = pattern_outputs / "ref", pattern_outputs / case
+    else:
+        reference, candidate = outputs[case] / "ref", outputs[case] / "faulty"
+    target = tmp_path / "differences.parquet"
+    verdict = compare_on_spark(
+        session,
+        spec(order_by=False, ignore_seq=case not in PATTERNS),
+        str(reference),
+        str(candidate),
+        limit=100,
+        differences=str(target),
+    ).verdict
+    files = sorted(target.glob("*.parquet"))
+    assert files, "no Parquet file written"
+    rows = sum(pq.read_metadata(f).num_rows for f in files)
+    assert rows == verdict.total_divergences
+    kinds = Counter(pq.read_table(target, columns=["kind"]).column("kind").to_pylist())
+    assert kinds == {kind: n for kind, n in verdict.counts.items() if n}
