@@ -45,6 +45,8 @@ TRANSITIONS = 1000
 TOP_TRANSITIONS = 10
 #: the longest text of a value in a transition
 VALUE_TEXT = 200
+#: how deep, and how many items of each container, a transition's text reads of a value
+VALUE_DEPTH, VALUE_ITEMS = 16, 64
 #: the time buckets a column keeps before its stretch coarsens
 TIME_BUCKETS = 1000
 #: the stretches of time, finest first, with the ISO prefix that names a bucket
@@ -65,9 +67,27 @@ def _number(value: Any) -> float | None:
 
 
 def value_text(value: Any) -> str:
-    """A value as a transition shows it: JSON (strings quoted), at most ``VALUE_TEXT``."""
-    text = json.dumps(json_safe(value), ensure_ascii=False, sort_keys=True)
+    """A value as a transition shows it: JSON (strings quoted), at most ``VALUE_TEXT``; a
+    container is read to ``VALUE_DEPTH`` levels and ``VALUE_ITEMS`` items, which is all a
+    text that short can show (a value may be nested as deep as the matcher compares,
+    ``matcher.equality.MAX_NESTING``, deeper than JSON's writer recurses)."""
+    text = json.dumps(json_safe(_clipped(value, VALUE_DEPTH)), ensure_ascii=False, sort_keys=True)
     return text if len(text) <= VALUE_TEXT else text[: VALUE_TEXT - 1] + "\u2026"
+
+
+def _clipped(value: Any, depth: int) -> Any:
+    """``value`` with containers below ``depth`` levels as ``…``, and at most
+    ``VALUE_ITEMS`` items in each."""
+    if isinstance(value, Mapping):
+        if depth == 0:
+            return "\u2026"
+        items = itertools.islice(value.items(), VALUE_ITEMS)
+        return {str(k): _clipped(v, depth - 1) for k, v in items}
+    if isinstance(value, list | tuple):
+        if depth == 0:
+            return "\u2026"
+        return [_clipped(v, depth - 1) for v in value[:VALUE_ITEMS]]
+    return value
 
 
 def time_of(event: Mapping[str, Any] | None) -> dt.date | None:

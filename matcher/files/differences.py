@@ -66,7 +66,16 @@ def export_format(path: str | Path) -> str:
 
 def key_text(key: Any) -> str:
     """A key as the table holds it: JSON text, keys sorted."""
-    return json.dumps(json_safe(key), ensure_ascii=False, sort_keys=True)
+    return _json(key, sort_keys=True)
+
+
+def _json(value: Any, sort_keys: bool = False) -> str:
+    try:
+        return json.dumps(json_safe(value), ensure_ascii=False, sort_keys=sort_keys)
+    except RecursionError:
+        raise InputError(
+            "a value is nested too deep to write into the table of differences as JSON"
+        ) from None
 
 
 def _event_array(events: Sequence[Any]) -> pa.Array:
@@ -75,9 +84,7 @@ def _event_array(events: Sequence[Any]) -> pa.Array:
     try:
         return pa.array(list(events))
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        texts = [
-            None if e is None else json.dumps(json_safe(e), ensure_ascii=False) for e in events
-        ]
+        texts = [None if e is None else _json(e) for e in events]
         return pa.array(texts, type=pa.string())
 
 
@@ -190,10 +197,7 @@ def _nested(dtype: pa.DataType) -> bool:
 def _as_text(array: pa.Array) -> pa.Array:
     """Nested values as JSON text (CSV cannot hold them)."""
     values = array.to_pylist()
-    return pa.array(
-        [None if v is None else json.dumps(json_safe(v), ensure_ascii=False) for v in values],
-        pa.string(),
-    )
+    return pa.array([None if v is None else _json(v) for v in values], pa.string())
 
 
 def _flat(batch: pa.RecordBatch) -> pa.RecordBatch:
