@@ -77,9 +77,13 @@ def test_clone_demo_and_the_tutorial(tmp_path: Path) -> None:
     assert VERDICT in run.stdout + run.stderr
     assert VERDICT in tutorial.read_text(encoding="utf-8").replace("\n", " ").replace("  ", " ")
 
-    history = shell(clone, home, "parity history --validation taxi_parallel")
+    # step 5 and 6, in the demo's store as the tutorial says (its env.sh)
+    demo_env = f"source {home / 'demo' / 'env.sh'} && "
+    history = shell(clone, home, demo_env + "parity history --validation taxi_parallel")
     assert history.returncode == 0 and "equivalent" in history.stdout, history.stderr
-    report = shell(clone, home, "parity report --latest taxi_parallel")
+    report = shell(clone, home, demo_env + "parity report --latest taxi_parallel")
     assert report.returncode == 0 and "equivalent" in report.stdout, report.stderr
-    gate = shell(clone, home, "parity gate taxi_parallel --candidate parallel --max-age 1d")
+    gate = shell(
+        clone, home, demo_env + "parity gate taxi_parallel --candidate parallel --max-age 1d"
+    )
     assert gate.returncode == 0, gate.stdout + gate.stderr
