@@ -10,9 +10,8 @@ and sum (the mean is the sum over the count); for other values the transitions
 ``old -> new`` with their counts; and, where the reference event holds a date or a time,
 how many pairs fell in each stretch of time.
 
-    profile = Profile()
-    profile.add(reference_event, candidate_event, ("fare",))
-    profile.summaries()["fare"]["numeric"]["abs_max"]        # 2.5
+    profile = Profile().add_divergences(verdict_divergences)
+    profile.summaries()["fare"]["numeric"]["abs_diff"]["max"]     # 2.5
 
 Profiles add up (``merge``), so each engine builds one where the pairs are (the core over
 its divergences; Spark per partition, merged on the driver, with numpy where there are
@@ -299,10 +298,6 @@ class ColumnProfile:
         if len(self.transitions) > 2 * TRANSITIONS:
             self.transitions_exact &= not _trim(self.transitions, TRANSITIONS)
 
-    def add_buckets(self, unit: str, counts: Mapping[str, int]) -> None:
-        """Add time buckets counted at ``unit`` (as ``merge`` adds another profile's)."""
-        self.merge_times(unit, counts)
-
     def _coarsen(self, unit: str) -> None:
         """Re-bucket to ``unit`` or coarser, until at most ``TIME_BUCKETS`` remain."""
         index = max(UNIT_INDEX[unit], UNIT_INDEX[self.unit])
@@ -403,30 +398,11 @@ class ColumnProfile:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class _Pair:
-    """A corruption as ``Profile.add`` is given it."""
-
-    reference_event: Mapping[str, Any] | None
-    candidate_event: Mapping[str, Any] | None
-    columns: tuple[str, ...]
-    kind: str = "corruption"
-
-
 @dataclass(slots=True)
 class Profile:
     """The column profiles of a set of corruptions."""
 
     columns: dict[str, ColumnProfile] = field(default_factory=dict)
-
-    def add(
-        self,
-        reference: Mapping[str, Any] | None,
-        candidate: Mapping[str, Any] | None,
-        columns: Iterable[str],
-    ) -> None:
-        """One corruption: ``columns`` differ between the two events."""
-        self.add_divergences([_Pair(reference, candidate, tuple(columns))])
 
     def column(self, name: str) -> ColumnProfile:
         found = self.columns.get(name)

@@ -138,9 +138,6 @@ class SparkComparison:
             return Route("per-partition", layout, reason, canonical)
         return Route("per-partition", layout, reason)
 
-    def _no_differences(self, streams: Streams) -> InputError:
-        return InputError(_no_differences_message(self.dependence))
-
     def matching_plan(self) -> DataFrame:
         """The DataFrame whose plan matches the streams (``explain()`` it): the grouped
         plan, or the union partitioned for the per-partition path."""
@@ -171,15 +168,15 @@ class SparkComparison:
             plan = grouped_plan(streams, route.layout, self.equality)
             if screenable(plan):
                 if self.differences is not None and not chains_apply(plan):
-                    raise self._no_differences(streams)
+                    raise InputError(_no_differences_message(self.dependence))
                 outcome = run_screened(streams, plan, self.dependence, self.limit, self.differences)
             else:
                 if self.differences is not None:
-                    raise self._no_differences(streams)
+                    raise InputError(_no_differences_message(self.dependence))
                 outcome = run_grouped(streams, plan, self.dependence, self.limit)
         else:
             if self.differences is not None:
-                raise self._no_differences(streams)
+                raise InputError(_no_differences_message(self.dependence))
             notes = []
             if not route.partition_by:
                 notes.append(f"{route.reason}: with no coarse key, matched in a single partition")

@@ -97,4 +97,4 @@ def _add_times(column: ColumnProfile, moments: pa.Array | pa.ChunkedArray) -> No
             break
         index += 1
     names = np.datetime_as_string(buckets, unit=code).tolist()
-    column.add_buckets(UNITS[index][0], dict(zip(names, counts.tolist(), strict=True)))
+    column.merge_times(UNITS[index][0], dict(zip(names, counts.tolist(), strict=True)))
