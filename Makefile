@@ -11,6 +11,7 @@
 #   make recovery-figures  the detector and its buggy variants over 10 seeded crash runs each (1.5 hours)
 #   make properties-figures  property-testing recall per technique on the bundled operators (minutes)
 #   make newcomer  a fresh clone of HEAD through make demo and the tutorial's commands (minutes; not in CI)
+#   make minimize  parity minimize on each bundled divergent run, with its regression test (about an hour; not in CI)
 #   make fmt     format and auto-fix
 #   make lock    re-resolve uv.lock after editing dependencies in pyproject.toml
 #   make clean   remove the venv and every cache
@@ -33,7 +34,7 @@ UV ?= $(PYTHON) -m uv
 # Never let uv download a Python build: use the machine's interpreter or fail clearly.
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: help install docs test scale cluster release-e2e crashes recovery-figures properties-figures lint check demo fmt lock clean
+.PHONY: help install docs test scale cluster release-e2e crashes minimize newcomer recovery-figures properties-figures lint check demo fmt lock clean
 
 help:
 	@sed -n 's/^#   //p' $(firstword $(MAKEFILE_LIST))
@@ -82,6 +83,14 @@ cluster: install
 # (tests/test_newcomer.py).
 newcomer: install
 	$(BIN)/pytest --newcomer -m newcomer --timeout 3600 -p no:cacheprovider tests/test_newcomer.py
+
+# parity minimize on each bundled divergent validation's run: at most a few rows left, and
+# the generated regression test fails, then passes with the reference as the candidate
+# (tests/test_minimize_runs.py; figures in minimize-figures.jsonl).
+minimize: install
+	rm -f minimize-figures.jsonl
+	PARITY_MINIMIZE_FIGURES=$(CURDIR)/minimize-figures.jsonl $(BIN)/pytest --minimize -m minimize \
+		--timeout 3600 -p no:cacheprovider -s tests/test_minimize_runs.py
 
 release-e2e: install
 	$(BIN)/pytest --release-e2e -m release_e2e --timeout 1800 -p no:cacheprovider tests/test_release_e2e.py \

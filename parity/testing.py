@@ -17,9 +17,12 @@ declares them. On failure, the message is ``parity compare``'s report: the count
 kind, the corrupted columns, and the first witnesses as side-by-side tables.
 
 * ``reference``, ``candidate``: two Spark DataFrames, compared on Spark
-  (``matcher.spark``: rows in partition order, or ``order_by``). Otherwise each is a list
-  of rows (mappings or Spark ``Row`` objects), a pandas DataFrame, or a Spark DataFrame
-  (then collected), compared by the core matcher (``matcher.compare``), rows in list order.
+  (``matcher.spark``: rows in partition order, or ``order_by``). Two outputs on disk (paths:
+  a file, or a folder of part files as Spark writes them), read as ``parity compare`` reads
+  them, in the spec's ``output.format`` (``spec=`` is then required: it says how to read
+  them). Otherwise each is a list of rows (mappings or Spark ``Row`` objects), a pandas
+  DataFrame, or a Spark DataFrame (then collected), compared by the core matcher
+  (``matcher.compare``), rows in list order.
 * ``spec``: a spec file's path, a loaded ``Spec``, or a mapping in the spec's form. Its
   dependence, equality, ``output.order_by`` and ``schema.mode`` apply.
 * Or ``dependence``: a ``matcher.dependence`` relation, or what a spec's ``dependence:``
@@ -35,6 +38,7 @@ A spec that is wrong (an unknown key, a column the rows lack) raises ``SpecError
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +71,8 @@ def assert_equivalent(
     setup = _Setup.of(spec, dependence, equality, order_by)
     if _is_spark(reference) and _is_spark(candidate):
         verdict = _on_spark(reference, candidate, setup, limit)
+    elif isinstance(reference, str | PathLike) or isinstance(candidate, str | PathLike):
+        verdict = _on_disk(reference, candidate, setup, limit)
     else:
         rows = _rows(reference), _rows(candidate)
         if setup.spec is not None:
@@ -153,6 +159,16 @@ def _on_spark(reference: Any, candidate: Any, setup: _Setup, limit: int) -> Verd
     return compare_dataframes(
         streams[0], streams[1], setup.dependence, setup.equality, limit=limit, schema_mode=mode
     )
+
+
+def _on_disk(reference: Any, candidate: Any, setup: _Setup, limit: int) -> Verdict:
+    from matcher.files.compare import compare_files  # only with outputs on disk
+
+    if not (isinstance(reference, str | PathLike) and isinstance(candidate, str | PathLike)):
+        raise TypeError(f"{SOURCE}: give two outputs on disk, or two sets of rows, not one of each")
+    if setup.spec is None:
+        raise TypeError(f"{SOURCE}: outputs on disk need spec=, which says how to read them")
+    return compare_files(setup.spec, str(reference), str(candidate), limit)
 
 
 def _rows(data: Any) -> list[dict[str, Any]]:

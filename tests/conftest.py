@@ -49,6 +49,7 @@ OPT_IN = {
     "crashes": "every crash-and-restart variant, and on a cluster: a minute each (make crashes)",
     "release_e2e": "the release loop on a real Airflow, minutes (make release-e2e)",
     "newcomer": "a fresh clone through make demo and the tutorial, minutes (make newcomer)",
+    "minimize": "parity minimize on each bundled divergent run, minutes each (make minimize)",
 }
 
 

@@ -32,6 +32,7 @@ PLANTED = {
     "cli": ("parity/cli/compare.py", "import parity.airflow.factory"),
     "runs": ("parity/runs/submits.py", "import matcher.store"),
     "recovery": ("parity/recovery/crashes.py", "import matcher.spark.outputs"),
+    "minimize": ("parity/minimize/ddmin.py", "import matcher.spark.outputs"),
     "properties": ("parity/properties/runner.py", "import parity.views.report"),
     "testing": ("parity/testing.py", "import matcher.store"),
     "expectations": ("expectations/suites.py", "import parity.views.report"),

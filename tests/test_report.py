@@ -320,7 +320,7 @@ def parse(page: str) -> Elements:
 PAGE_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "h3", "p", "span",
     "nav", "a", "table", "tr", "th", "td", "details", "summary", "section", "colgroup", "col",
-    "pre", "ul", "li",
+    "pre", "ul", "li", "code",
 }  # fmt: skip
 
 
@@ -372,6 +372,10 @@ def hostile_record(sqlite_url: str) -> RunRecord:
         )
         store.record_run(HOSTILE, outcome)
         store.set_gate(HOSTILE, False, HOSTILE)
+        minimized = {"rows_before": 9, "rows_after": 2, "runs": 3, "seconds": 1.0}
+        for name in ("status", "reproduces", "input", "test"):
+            minimized[name] = HOSTILE
+        store.set_stat(HOSTILE, "minimized", minimized)
         record = store.get_run(HOSTILE)
     assert record is not None
     return record

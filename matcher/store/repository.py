@@ -290,6 +290,20 @@ class Store:
             raise UnknownRunError(f"{action}: there is no such run")
         raise StoreError(f"{action}: it is {status}, not completed")
 
+    def set_stat(self, run_id: str, name: str, value: Any) -> None:
+        """Set one of a stored run's statistics (``stats[name]``), keeping the others: what a
+        later step adds to a finished run (``parity minimize``'s result). The run's row is
+        read and written in one transaction; an unknown run is an ``UnknownRunError``."""
+        action = f"cannot update the statistics of run {run_id!r}"
+        with self._transaction(action) as connection:
+            if not _update_run(connection, run_id, {"run_id": run_id}):  # locks the row
+                raise UnknownRunError(f"{action}: there is no such run")
+            stats = connection.execute(
+                select(Run.stats).where(Run.run_id == run_id)
+            ).scalar_one_or_none()
+            updated = {**(stats if isinstance(stats, dict) else {}), name: value}
+            _update_run(connection, run_id, {"stats": updated})
+
     def mark_failed(self, run_id: str, error: str, *, start: RunStart | None = None) -> None:
         """Mark the run ``failed`` (verdict ``error``, gate closed) and delete its evidence.
 

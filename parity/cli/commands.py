@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "revoke": ("parity.cli.approve", "add_approve_commands"),
     "validate": ("parity.cli.validate", "add_validate_parser"),
     "list": ("parity.cli.listing", "add_list_parser"),
+    "minimize": ("parity.cli.minimize", "add_minimize_parser"),
 }
 
 #: each subcommand's line in ``parity --help`` (its module's parser uses the same words)
@@ -42,6 +43,8 @@ SUMMARY: dict[str, str] = {
     "revoke": "revoke the approval of a run's divergences",
     "validate": "check validation spec files as the DAG factory and the plan would (exit 0 or 2)",
     "list": "the validations of this deployment: schedule, last verdict and gate",
+    "minimize": "shrink a divergent run's input to the few rows that still diverge, with a "
+    "regression test",
 }
 
 #: exit code of any error (bad spec, unreadable output, bad usage, a bug): never 1

@@ -18,7 +18,7 @@ from parity.views.crash_log import recovery_view as _recovery
 from parity.views.headline import headline, patterns
 from parity.views.printable import compact, printable
 from parity.views.properties import properties_document, property_rows
-from parity.views.report import data_docs_path
+from parity.views.report import data_docs_path, minimized_view
 from parity.views.verdict_text import witness_lines
 
 if TYPE_CHECKING:
@@ -59,6 +59,13 @@ def render_summary(record: RunRecord, approvals: RunApprovals | None = None) -> 
                     lines.append(f"    {line['detail']}")
     else:
         lines.extend(_properties(properties))
+    minimized = minimized_view(record)
+    if minimized is not None and minimized["done"]:
+        keys = f" ({minimized['key_counts']})" if minimized["key_counts"] else ""
+        lines.append(
+            f"minimized: {minimized['rows']}{keys} in {minimized['runs']} runs, "
+            f"{minimized['time']} ({minimized['status']}); test: {minimized['test']}"
+        )
     recovery = _recovery(record)
     if recovery is not None:
         c = recovery

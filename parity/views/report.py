@@ -271,6 +271,7 @@ def render_report_html(
         patterns=_pattern_views(document),
         profile_rows=profile_rows(record.column_stats),
         differences=_differences_view(record),
+        minimized=minimized_view(record),
         side_metrics=_side_metrics(document["sides"]),
         scalar_stats=_scalar_stats(document["stats"]),
         noise_rows=_noise_rows(document["noise"]),
@@ -297,6 +298,42 @@ def _differences_view(record: RunRecord) -> dict[str, Any] | None:
         "rows": stored.get("rows"),
         "command": f"parity report {record.run_id} --differences differences.parquet",
     }
+
+
+def minimized_view(record: RunRecord) -> dict[str, Any] | None:
+    """``parity minimize``'s result stored with the run (``stats["minimized"]``): rows and
+    keys before and after, runs, time, what still diverges, where the input and the
+    regression test are. A divergent pipeline run not yet minimized gets the command
+    instead; any other run, ``None``."""
+    stored = (record.stats or {}).get("minimized")
+    if not isinstance(stored, Mapping):
+        if record.verdict != "divergent" or not record.report_path:
+            return None
+        return {"done": False, "command": f"parity minimize {record.run_id}"}
+    test = stored.get("test") if isinstance(stored.get("test"), str) else None
+    source = stored.get("input") if isinstance(stored.get("input"), str) else None
+    keys = None
+    if isinstance(stored.get("keys_before"), int) and isinstance(stored.get("keys_after"), int):
+        keys = f"{stored['keys_before']:,} → {stored['keys_after']:,} keys"
+    seconds = stored.get("seconds")
+    return {
+        "done": True,
+        "rows": f"{_whole(stored.get('rows_before'))} → {_whole(stored.get('rows_after'))} rows",
+        "key_counts": keys,
+        "runs": _whole(stored.get("runs")),
+        "time": f"{seconds:.0f}s" if isinstance(seconds, int | float) else "?",
+        "status": str(stored.get("status", "")),
+        "reproduces": str(stored.get("reproduces", "")),
+        "input": source,
+        "input_link": path_link(source) if source and local_path(source) else None,
+        "test": test,
+        "test_link": path_link(test) if test and local_path(test) else None,
+        "command": f"pytest {test}" if test else None,
+    }
+
+
+def _whole(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else "?"
 
 
 def _approvals_view(approvals: RunApprovals | None) -> dict[str, Any] | None:
@@ -506,7 +543,7 @@ def _scalar_stats(stats: Mapping[str, Any] | None) -> list[tuple[str, str]]:
     return [
         (name, value if isinstance(value, str) else compact(value))
         for name, value in (stats or {}).items()
-        if name not in sides
+        if name not in sides and name != "minimized"  # a section of its own
     ]
 
 
