@@ -93,7 +93,7 @@ def run_minimize(args: argparse.Namespace, out: TextIO) -> int:
         packages=target.parent / "packages",
     )
     with progress.heartbeat():
-        found = minimize(workspace, settings, target, progress=progress.step)
+        found = minimize(workspace, settings, target, record=record, progress=progress.step)
     document = found.document()
     with Store.open(args.db) as store:
         store.set_stat(record.run_id, "minimized", document)

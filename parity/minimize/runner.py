@@ -265,7 +265,6 @@ def open_workspace(record: RunRecord, given: str | None = None) -> Workspace:
         raise MinimizeError(f"{spec_file}: cannot read the run's spec: {exc}") from None
     if spec is None:
         raise MinimizeError(f"{spec_file}: a spec off this machine is not supported")
-    assert spec.input is not None
     local = _local_copy(run_dir, "slice")
     jobs = {
         role: _template(SparkJob.from_dict(plan["jobs"][role]), run_dir, role)
@@ -285,7 +284,7 @@ def open_workspace(record: RunRecord, given: str | None = None) -> Workspace:
         spec_text=spec_text,
         jobs=jobs,
         slice_dir=local,
-        slice_format=plan["slice"].get("format") or spec.input.format or "",
+        slice_format=plan["slice"].get("format") or (spec.input and spec.input.format) or "",
         outputs=outputs,
     )
 
@@ -293,10 +292,9 @@ def open_workspace(record: RunRecord, given: str | None = None) -> Workspace:
 def dependence_key(spec: Spec) -> tuple[str, ...]:
     """The columns whose values group the slice's records for the first phase: the
     dependence key, else the slice's sample key; none when the spec names neither."""
-    assert spec.input is not None
     if spec.dependence.key:
         return tuple(spec.dependence.key)
-    chosen = spec.input.slice
+    chosen = spec.input.slice if spec.input is not None else None
     if chosen is not None and chosen.key:
         return tuple(chosen.key)
     return ()
@@ -307,10 +305,12 @@ def minimize(
     settings: Settings,
     out: Path,
     *,
+    record: RunRecord | None = None,
     progress: Callable[[str], None] = lambda line: None,
 ) -> Minimized:
     """Search the smallest subset of the run's slice that reproduces its divergence, write
-    it and its regression test below ``out`` (emptied first)."""
+    it and its regression test below ``out`` (emptied first). ``record``: the stored run,
+    whose verdict is the target when its outputs are gone."""
     started = time.monotonic()
     key = dependence_key(workspace.spec)
     try:
@@ -323,7 +323,7 @@ def minimize(
         whole = read_slice(workspace.slice_dir, workspace.slice_format)
     if whole.rows == 0:
         raise MinimizeError(f"{workspace.slice_dir}: the run's slice is empty")
-    target = _target(workspace, settings)
+    target = _target(workspace, record)
     progress(
         f"the run: {whole.rows:,} rows in {len(whole.files)} files; {target.describe()}; "
         f"budget {settings.budget.describe()}"
@@ -551,15 +551,15 @@ def _last_line(log: Path) -> str:
     return (errors or lines or ["(empty log)"])[-1][:300]
 
 
-def _target(workspace: Workspace, settings: Settings) -> Signature:
+def _target(workspace: Workspace, record: RunRecord | None = None) -> Signature:
     """The run's own verdict as trials are judged: its outputs compared again here, as each
-    trial's are (the run's engine may have been Spark; the verdict is the same)."""
+    trial's are (the run's engine may have been Spark; the verdict is the same). When they
+    are gone, the stored verdict: its kinds and the columns its corruptions changed."""
     outputs = workspace.outputs
     if "reference" not in outputs or "candidate" not in outputs:
-        raise MinimizeError(
-            f"{workspace.run_dir}: the run's outputs are gone: its verdict cannot be compared "
-            "with a trial's"
-        )
+        if record is None:
+            raise MinimizeError(f"{workspace.run_dir}: the run's outputs are gone")
+        return stored_signature(record)
     try:
         result = compare_files_with_noise(
             workspace.spec,
@@ -576,6 +576,16 @@ def _target(workspace: Workspace, settings: Settings) -> Signature:
             f"the run's outputs compared again are {target.verdict}: nothing to reproduce"
         )
     return target
+
+
+def stored_signature(record: RunRecord) -> Signature:
+    """The signature of a run's stored verdict."""
+    return Signature(
+        record.verdict or record.status,
+        tuple(kind for kind, n in record.counts.items() if n),
+        tuple(sorted(stat.column for stat in record.column_stats if stat.mismatches)),
+        record.schema is not None and record.schema.divergent,
+    )
 
 
 def _finish(workspace: Workspace, result: Minimized, whole: Slice) -> None:
