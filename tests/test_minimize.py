@@ -28,8 +28,10 @@ from matcher.store import RunOutcome, RunStart, Store
 from parity.cli.report_text import render_summary
 from parity.minimize.ddmin import Exhausted, ddmin
 from parity.minimize.regression import job_literal, regression_file_name, write_regression_test
-from parity.minimize.runner import Budget, Signature, _template, filled
+from parity.minimize.runner import Budget
 from parity.minimize.slices import read_slice, write_subset
+from parity.minimize.trials import Signature
+from parity.minimize.workspace import filled, template
 from parity.runs.submits import SparkJob
 from parity.testing import assert_equivalent
 from parity.views.report import render_report_html
@@ -233,8 +235,8 @@ def test_a_jobs_paths_become_placeholders_and_back() -> None:
         ("--input", f"{run}/slice", "--output", f"{run}/candidate", "--log", f"{run}/notes"),
         {"spark.sql.shuffle.partitions": "4"},
     )
-    template = _template(job, run, "candidate")
-    assert template.args == (
+    templated = template(job, run, "candidate")
+    assert templated.args == (
         "--input",
         "{input}",
         "--output",
@@ -242,7 +244,7 @@ def test_a_jobs_paths_become_placeholders_and_back() -> None:
         "--log",
         "{run_dir}/notes",
     )
-    trial = filled(template, Path("/t/003"), "candidate")
+    trial = filled(templated, Path("/t/003"), "candidate")
     assert trial.args == (
         "--input",
         "/t/003/input",

@@ -75,7 +75,9 @@ def add_minimize_parser(commands: Any) -> None:
 def run_minimize(args: argparse.Namespace, out: TextIO) -> int:
     from matcher.store import Store
     from parity.cli.report import load_record
-    from parity.minimize.runner import Budget, Settings, minimize, open_workspace
+    from parity.minimize.runner import Budget, minimize
+    from parity.minimize.trials import Settings
+    from parity.minimize.workspace import open_workspace
     from parity.recovery.runner import find_spark_submit, spark_env
 
     budget = Budget.parse(args.budget)
@@ -85,7 +87,6 @@ def run_minimize(args: argparse.Namespace, out: TextIO) -> int:
     choice = True if args.progress is None else args.progress
     progress = Progress.start("minimize", choice)
     settings = Settings(
-        budget=budget,
         keep=args.keep,
         master=args.master,
         spark_submit=find_spark_submit(),
@@ -93,7 +94,7 @@ def run_minimize(args: argparse.Namespace, out: TextIO) -> int:
         packages=target.parent / "packages",
     )
     with progress.heartbeat():
-        found = minimize(workspace, settings, target, record=record, progress=progress.step)
+        found = minimize(workspace, budget, settings, target, record=record, progress=progress.step)
     document = found.document()
     with Store.open(args.db) as store:
         store.set_stat(record.run_id, "minimized", document)
