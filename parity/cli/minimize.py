@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -29,6 +30,10 @@ from matcher.errors import InputError
 from parity.cli.commands import SUMMARY
 from parity.cli.progress import Progress, add_progress_option
 from parity.views.printable import printable
+
+#: JVM options for a trial's ``spark-submit`` (a few seconds' run on a few rows): compile
+#: less, collect with one thread, no Spark UI
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dspark.ui.enabled=false"
 
 
 def add_minimize_parser(commands: Any) -> None:
@@ -90,11 +95,19 @@ def run_minimize(args: argparse.Namespace, out: TextIO) -> int:
         keep=args.keep,
         master=args.master,
         spark_submit=find_spark_submit(),
-        env=spark_env({}),
+        env=_trial_env(spark_env()),
         packages=target.parent / "packages",
     )
-    with progress.heartbeat():
-        found = minimize(workspace, budget, settings, target, record=record, progress=progress.step)
+    # SIGTERM (a CI job's timeout, `kill`) as Ctrl-C: the applications running are killed on
+    # the way out, as their process groups are their own and would otherwise run on.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with progress.heartbeat():
+            found = minimize(
+                workspace, budget, settings, target, record=record, progress=progress.step
+            )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     document = found.document()
     with Store.open(args.db) as store:
         store.set_stat(record.run_id, "minimized", document)
@@ -104,6 +117,17 @@ def run_minimize(args: argparse.Namespace, out: TextIO) -> int:
         out.write("".join(f"{printable(line)}\n" for line in summary(record.run_id, document)))
     out.flush()
     return 0
+
+
+def _trial_env(env: dict[str, str]) -> dict[str, str]:
+    """The applications' environment: this one, plus a JVM tuned for the short runs of
+    small inputs a search makes (``QUICK_JVM``) unless ``SPARK_SUBMIT_OPTS`` is set."""
+    env.setdefault("SPARK_SUBMIT_OPTS", QUICK_JVM)
+    return env
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def summary(run_id: str, document: dict[str, Any]) -> list[str]:
