@@ -29,7 +29,7 @@ from parity.cli.report_text import render_summary
 from parity.minimize.ddmin import Exhausted, ddmin
 from parity.minimize.regression import job_literal, regression_file_name, write_regression_test
 from parity.minimize.runner import Budget
-from parity.minimize.slices import read_slice, write_subset
+from parity.minimize.slices import read_slice, segments, write_subset
 from parity.minimize.trials import Signature
 from parity.minimize.workspace import filled, template
 from parity.runs.submits import SparkJob
@@ -159,6 +159,19 @@ def test_a_csv_subset_keeps_each_files_header_and_multi_line_records(tmp_path: P
         ["doc", "text"],
         ["d1", 'a "quoted", comma'],
     ]
+
+
+def test_a_barrier_groups_records_into_segments(tmp_path: Path) -> None:
+    """Without a key, a barrier's end rows cut the slice into segments (a document's words
+    and its EOF row), across files; a CSV field's text matches an ``equals`` of any type."""
+    folder = tmp_path / "slice"
+    folder.mkdir()
+    rows = [("word", "a"), ("word", "b"), ("EOF", ""), ("word", "c")], [("EOF", ""), ("1", "")]
+    for part, chunk in enumerate(rows):
+        text = "kind,word\n" + "".join(f"{k},{w}\n" for k, w in chunk)
+        (folder / f"part-0000{part}.csv").write_text(text)
+    whole = segments(read_slice(folder, "csv", ("kind",)), ("EOF", 1))
+    assert list(whole.keys().values()) == [[0, 1, 2], [3, 4], [5]]
 
 
 def test_a_parquet_subset_keeps_types_and_schema(tmp_path: Path) -> None:

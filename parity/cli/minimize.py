@@ -134,7 +134,8 @@ def summary(run_id: str, document: dict[str, Any]) -> list[str]:
     """The result in a few lines: rows before and after, runs, time, where it is."""
     keys = ""
     if document.get("keys_before") is not None:
-        keys = f" ({document['keys_before']:,} → {document['keys_after']:,} keys)"
+        unit = document.get("unit") or "keys"
+        keys = f" ({document['keys_before']:,} → {document['keys_after']:,} {unit})"
     return [
         f"minimize: run {run_id}: {document['rows_before']:,} → {document['rows_after']:,} "
         f"rows{keys} in {document['runs']} runs, {_duration(document['seconds'])} "

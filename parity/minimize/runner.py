@@ -36,7 +36,7 @@ from matcher.files.compare import compare_files_with_noise
 from matcher.store.records import RunRecord
 from parity.minimize.ddmin import Exhausted, ddmin
 from parity.minimize.regression import write_regression_test
-from parity.minimize.slices import Slice, read_slice
+from parity.minimize.slices import Slice, read_slice, segments
 from parity.minimize.trials import LIMIT, Outcome, Settings, Signature, Trial, run_trial
 from parity.minimize.workspace import MinimizeError, Workspace
 from parity.views.verdict_text import verdict_lines
@@ -92,7 +92,8 @@ class Minimized:
     rows_after: int
     keys_before: int | None
     keys_after: int | None
-    key: tuple[str, ...]
+    #: what the first phase dropped whole: "keys", "segments" (a barrier's), or ``None``
+    unit: str | None
     reproduces: str
     keep: str
     budget: Budget
@@ -111,7 +112,7 @@ class Minimized:
             "rows_after": self.rows_after,
             "keys_before": self.keys_before,
             "keys_after": self.keys_after,
-            "key": list(self.key),
+            "unit": self.unit,
             "runs": self.runs,
             "seconds": round(self.seconds, 1),
             "budget": self.budget.describe(),
@@ -139,7 +140,7 @@ def minimize(
     it and its regression test below ``out`` (emptied first). ``record``: the stored run,
     whose verdict is the target when its outputs are gone."""
     started = time.monotonic()
-    whole, key = _read(workspace, progress)
+    whole, unit = _read(workspace, progress)
     target = _target(workspace, record)
     progress(
         f"the run: {whole.rows:,} rows in {len(whole.files)} files; {target.describe()}; "
@@ -149,11 +150,12 @@ def minimize(
         shutil.rmtree(out)
     (out / "trials").mkdir(parents=True)
     search = _Search(workspace, budget, settings, whole, target, out, started, progress)
-    groups = whole.keys() if key else {}
+    groups = whole.keys() if unit else {}
     kept = list(range(whole.rows))
     exhausted = False
-    if len(groups) > 1:
-        found = ddmin(list(groups), lambda chosen: search.test("keys", _rows_of(groups, chosen)))
+    if unit is not None and len(groups) > 1:
+        phase = unit
+        found = ddmin(list(groups), lambda chosen: search.test(phase, _rows_of(groups, chosen)))
         kept, exhausted = _rows_of(groups, found.smallest), found.exhausted
     if not exhausted and len(kept) > 1:
         exhausted = ddmin(kept, lambda chosen: search.test("rows", chosen)).exhausted
@@ -169,9 +171,9 @@ def minimize(
         run_id=workspace.run_id,
         rows_before=whole.rows,
         rows_after=len(trial.indexes),
-        keys_before=len(groups) if key else None,
-        keys_after=len({whole.records[i].key for i in trial.indexes}) if key else None,
-        key=key,
+        keys_before=len(groups) if unit else None,
+        keys_after=len({whole.records[i].key for i in trial.indexes}) if unit else None,
+        unit=unit,
         reproduces=target.describe(),
         keep=settings.keep,
         budget=budget,
@@ -270,20 +272,27 @@ def stored_signature(record: RunRecord) -> Signature:
     )
 
 
-def _read(workspace: Workspace, progress: Callable[[str], None]) -> tuple[Slice, tuple[str, ...]]:
-    """The run's slice, grouped by the key when the slice holds its columns."""
-    key = workspace.key()
+def _read(workspace: Workspace, progress: Callable[[str], None]) -> tuple[Slice, str | None]:
+    """The run's slice with its records grouped for the first phase, and what a group is:
+    by the key (``"keys"``), else by the barrier's segments (``"segments"``), when the
+    slice holds their columns; else ``None``, records only."""
+    key, barrier = workspace.key(), workspace.barrier()
+    columns = key or ((barrier[0],) if barrier else ())
     try:
-        whole = read_slice(workspace.slice_dir, workspace.slice_format, key)
+        whole = read_slice(workspace.slice_dir, workspace.slice_format, columns)
     except InputError as exc:
-        if not key or "a key column" not in str(exc):
+        if not columns or "a key column" not in str(exc):
             raise MinimizeError(f"the run's slice cannot be read: {exc}") from None
-        progress(f"the slice has no column of the key {', '.join(key)}: records only")
-        key = ()
+        progress(f"the slice has no column {', '.join(columns)}: records only")
+        columns = ()
         whole = read_slice(workspace.slice_dir, workspace.slice_format)
     if whole.rows == 0:
         raise MinimizeError(f"{workspace.slice_dir}: the run's slice is empty")
-    return whole, key
+    if not columns:
+        return whole, None
+    if barrier is not None:
+        return segments(whole, barrier[1]), "segments"
+    return whole, "keys"
 
 
 def _target(workspace: Workspace, record: RunRecord | None) -> Signature:
@@ -358,6 +367,6 @@ def _rows_of(groups: Mapping[tuple[str, ...], list[int]], chosen: Sequence[Any])
 
 def _subset(trial: Trial, whole: Slice) -> str:
     rows = f"{len(trial.indexes):,} rows"
-    if trial.phase != "keys":
+    if trial.phase == "rows":
         return rows
-    return f"{rows}, {len({whole.records[i].key for i in trial.indexes}):,} keys"
+    return f"{rows}, {len({whole.records[i].key for i in trial.indexes}):,} {trial.phase}"

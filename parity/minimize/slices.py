@@ -21,7 +21,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,19 @@ def read_slice(directory: Path, fmt: str, key: Sequence[str] = ()) -> Slice:
         else:
             _read_json_lines(whole, number, path, key)
     return whole
+
+
+def segments(whole: Slice, ends: Sequence[Any]) -> Slice:
+    """The slice with each record's key replaced by its segment: the records up to and
+    including one whose key (read from one column) is one of ``ends``, then the next ones
+    (a barrier dependence's units: a document's words and its end-of-file row)."""
+    texts = {_key_text(end) for end in ends} | {_key_text(str(end)) for end in ends}
+    records, number = [], 0
+    for record in whole.records:
+        records.append(replace(record, key=(f"segment {number + 1}",)))
+        if record.key[0] in texts:
+            number += 1
+    return Slice(whole.directory, whole.format, whole.files, records, whole.headers, whole.tables)
 
 
 def write_subset(whole: Slice, indexes: Iterable[int], directory: Path) -> int:

@@ -16,6 +16,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from matcher import uris
 from matcher.errors import InputError, ParityError
@@ -55,6 +56,14 @@ class Workspace:
             return tuple(self.spec.dependence.key)
         chosen = self.spec.input.slice if self.spec.input is not None else None
         return tuple(chosen.key) if chosen is not None and chosen.key else ()
+
+    def barrier(self) -> tuple[str, tuple[Any, ...]] | None:
+        """Without a key, the barrier's column and the values that end a segment, when the
+        dependence has a barrier recognised by a column (``{column: kind, equals: EOF}``)."""
+        barrier = self.spec.dependence.barrier
+        if self.key() or barrier is None or barrier.column is None or barrier.equals is None:
+            return None
+        return barrier.column, tuple(barrier.equals)
 
 
 def open_workspace(record: RunRecord, given: str | None = None) -> Workspace:

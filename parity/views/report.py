@@ -314,7 +314,8 @@ def minimized_view(record: RunRecord) -> dict[str, Any] | None:
     source = stored.get("input") if isinstance(stored.get("input"), str) else None
     keys = None
     if isinstance(stored.get("keys_before"), int) and isinstance(stored.get("keys_after"), int):
-        keys = f"{stored['keys_before']:,} → {stored['keys_after']:,} keys"
+        unit = stored.get("unit") if stored.get("unit") in ("keys", "segments") else "keys"
+        keys = f"{stored['keys_before']:,} → {stored['keys_after']:,} {unit}"
     seconds = stored.get("seconds")
     return {
         "done": True,
