@@ -235,7 +235,14 @@ def test_a_signature_is_the_kinds_and_the_corrupted_columns() -> None:
     lost = Signature.of(_comparison([{"k": 1, "a": 1, "b": 1}], []))
     same = Signature.of(_comparison([{"k": 1, "a": 1, "b": 1}], [{"k": 1, "a": 2, "b": 1}]))
     equivalent = Signature.of(_comparison([{"k": 1, "a": 1}], [{"k": 1, "a": 1}]))
-    assert run.reproduced_by(same, "same")
+    both = Signature.of(
+        _comparison(
+            [{"k": 1, "a": 1, "b": 1}, {"k": 2, "a": 1, "b": 1}], [{"k": 1, "a": 2, "b": 2}]
+        )
+    )
+    assert both == Signature("divergent", ("loss", "corruption"), ("a", "b"))
+    assert run.reproduced_by(same, "same") and run.reproduced_by(same, "exact")
+    assert both.reproduced_by(run, "same") and not both.reproduced_by(run, "exact")
     assert not run.reproduced_by(other_column, "same")
     assert not run.reproduced_by(lost, "same") and run.reproduced_by(lost, "divergent")
     assert not run.reproduced_by(equivalent, "divergent")

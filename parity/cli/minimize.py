@@ -1,20 +1,21 @@
 """``parity minimize``: a divergent pipeline run shrunk to the smallest part of its replayed
 slice on which the candidate still diverges, with a regression test (``parity.minimize``).
 
-    parity minimize RUN_ID [--budget 60] [--budget 30m] [--keep same|divergent]
+    parity minimize RUN_ID [--budget 60] [--budget 30m] [--keep same|exact|divergent]
                     [--out DIR] [--workspace DIR] [--master URL] [--db URL] [--json]
                     [--progress | --no-progress]
 
 The run's reference and candidate applications (and its reference reruns, for noise) are
 re-run on subsets of its slice, first by dependence key, then by record (delta debugging);
-a subset is kept when the verdict there is divergent with the same kinds on the same
-columns (``--keep divergent``: divergent at all). ``--budget`` bounds the runs and the time;
-when it is spent, the smallest subset found so far is the answer. The result goes to
-``--out`` (default: the run's workspace, ``RUN/minimized``): the input, both outputs, the
-witness, the spec and a pytest file; the store keeps its summary with the run, which
-``parity report`` and the Parity page show. A line per run goes to stderr (``--no-progress``:
-none); the summary to stdout. Exit 0 when a reproducing subset was written, 2 when none
-could be (the run is not divergent, its workspace is gone, no subset reproduced it).
+a subset is kept when the verdict there is divergent with the run's kinds on the run's
+columns, no other (``--keep exact``: all of them; ``--keep divergent``: divergent at
+all). ``--budget`` bounds the runs and the time; when it is spent, the smallest subset
+found so far is the answer. The result goes to ``--out`` (default: the run's workspace,
+``RUN/minimized``): the input, both outputs, the witness, the spec and a pytest file; the
+store keeps its summary with the run, which ``parity report`` and the Parity page show. A
+line per run goes to stderr (``--no-progress``: none); the summary to stdout. Exit 0 when
+a reproducing subset was written, 2 when none could be (the run is not divergent, its
+workspace is gone, no subset reproduced it).
 """
 
 from __future__ import annotations
@@ -57,10 +58,10 @@ def add_minimize_parser(commands: Any) -> None:
     )
     minimize.add_argument(
         "--keep",
-        choices=("same", "divergent"),
+        choices=("same", "exact", "divergent"),
         default="same",
-        help="which subsets reproduce the run: same (default), divergent with the same kinds "
-        "on the same columns; divergent, any divergence",
+        help="which subsets reproduce the run: same (default), divergent only of the run's "
+        "kinds on the run's columns; exact, with all of them; divergent, any divergence",
     )
     minimize.add_argument(
         "--out", metavar="DIR", help="where the result goes (default: RUN_WORKSPACE/minimized)"

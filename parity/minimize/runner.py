@@ -6,9 +6,9 @@ replayed slice until the smallest subset on which they still diverge the same wa
     found = minimize(workspace, Budget(runs=60), Settings(), out, progress=print)
     found.rows_after, found.document()          # 3, what the store keeps
 
-A subset *reproduces* the run when the verdict there is divergent with the same kinds of
-divergence on the same columns as the run's own verdict (``Settings.keep``: ``same``), or
-divergent at all (``divergent``); see ``parity.minimize.trials``. The run itself is taken as
+A subset *reproduces* the run when the verdict there is divergent with only the run's kinds
+of divergence on the run's columns (``Settings.keep``: ``same``; ``exact``: all of them;
+``divergent``: any divergence); see ``parity.minimize.trials.Signature``. The run itself is taken as
 reproducing (it diverged: ddmin's precondition), and its signature is its outputs compared
 again as the trials' are, or its stored verdict when they are gone. The budget (runs,
 seconds) ends the search with the smallest reproducing subset found so far.

@@ -36,7 +36,7 @@ from parity.runs.submits import spark_submit_argv
 LIMIT = 20
 #: seconds one application may take in a trial before the trial is given up
 JOB_TIMEOUT = 900.0
-KEEPS = ("same", "divergent")
+KEEPS = ("same", "exact", "divergent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +74,20 @@ class Signature:
 
     def reproduced_by(self, other: Signature, keep: str) -> bool:
         """Whether a trial's ``other`` reproduces this (the run's): divergent, and with
-        ``keep="same"`` the same kinds on the same columns."""
+        ``keep="same"`` only of the run's kinds on the run's columns (a part of the run's
+        divergence: one key seldom shows every column that all keys do), with ``"exact"``
+        of all of them and no other."""
         if other.verdict != "divergent":
             return False
-        return keep == "divergent" or other == self
+        if keep == "exact":
+            return other == self
+        if keep == "same":
+            return (
+                set(other.kinds) <= set(self.kinds)
+                and set(other.columns) <= set(self.columns)
+                and (self.schema or not other.schema)
+            )
+        return True
 
     def describe(self) -> str:
         if self.verdict != "divergent":
