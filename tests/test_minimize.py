@@ -195,6 +195,20 @@ def test_a_parquet_subset_keeps_types_and_schema(tmp_path: Path) -> None:
     assert [t.column("k").to_pylist() for t in back] == [[1], [1]]
 
 
+def test_int96_timestamps_as_spark_writes_them_stay_int96_in_microseconds(tmp_path: Path) -> None:
+    folder = tmp_path / "slice"
+    folder.mkdir()
+    at = dt.datetime(2024, 5, 1, 6, 16, 33, 600001, tzinfo=dt.UTC)
+    table = pa.table({"k": ["a", "b"], "t": pa.array([at, at], pa.timestamp("us", tz="UTC"))})
+    pq.write_table(table, folder / "part-00000.parquet", use_deprecated_int96_timestamps=True)
+    whole = read_slice(folder, "parquet", ("k",))
+    write_subset(whole, [1], tmp_path / "subset")
+    written = pq.ParquetFile(tmp_path / "subset" / "part-00000.parquet")
+    assert [c.physical_type for c in written.schema] == ["BYTE_ARRAY", "INT96"]
+    back = pq.read_table(tmp_path / "subset", coerce_int96_timestamp_unit="us")
+    assert back.column("t").to_pylist() == [at.replace(tzinfo=None)]  # INT96 has no zone
+
+
 def test_a_key_the_slice_lacks_is_named(tmp_path: Path) -> None:
     _write_json_lines(tmp_path / "slice")
     with pytest.raises(InputError, match="the slice has no column 'taxi_id'"):

@@ -58,6 +58,8 @@ class Slice:
     records: list[Record]
     headers: dict[int, bytes] = field(default_factory=dict)
     tables: dict[int, Any] = field(default_factory=dict)
+    #: the Parquet files whose timestamps are INT96 (as Spark writes them by default)
+    int96: dict[int, bool] = field(default_factory=dict)
 
     @property
     def rows(self) -> int:
@@ -98,7 +100,7 @@ def segments(whole: Slice, ends: Sequence[Any]) -> Slice:
         records.append(replace(record, key=(f"segment {number + 1}",)))
         if record.key[0] in texts:
             number += 1
-    return Slice(whole.directory, whole.format, whole.files, records, whole.headers, whole.tables)
+    return replace(whole, records=records)
 
 
 def write_subset(whole: Slice, indexes: Iterable[int], directory: Path) -> int:
@@ -115,7 +117,14 @@ def write_subset(whole: Slice, indexes: Iterable[int], directory: Path) -> int:
         records = [whole.records[i] for i in chosen[number]]
         if whole.tables.get(number) is not None:
             table = whole.tables[number]
-            pq.write_table(table.take(pa.array([r.row for r in records], pa.int64())), target)
+            rows = table.take(pa.array([r.row for r in records], pa.int64()))
+            pq.write_table(
+                rows,
+                target,
+                use_deprecated_int96_timestamps=whole.int96.get(number, False),
+                coerce_timestamps=None if whole.int96.get(number, False) else "us",
+                allow_truncated_timestamps=False,
+            )
         else:
             data = whole.headers.get(number, b"") + b"".join(_ended(r.raw) for r in records)
             opener = gzip.open if name.lower().endswith(".gz") else open
@@ -145,11 +154,16 @@ def _missing(path: Path, columns: Iterable[str], key: Sequence[str]) -> None:
 
 def _read_parquet(whole: Slice, number: int, path: Path, key: Sequence[str]) -> None:
     try:
-        table = pq.read_table(path)
+        # Spark writes timestamps as INT96 unless told otherwise: read them in microseconds
+        # (Spark's unit; pyarrow's default, nanoseconds, is a type Spark cannot read back)
+        # and write them as INT96 again
+        physical = {column.physical_type for column in pq.ParquetFile(path).schema}
+        table = pq.read_table(path, coerce_int96_timestamp_unit="us")
     except (OSError, pa.ArrowException) as exc:
         raise InputError(f"{path}: not a readable Parquet file: {exc}") from None
     _missing(path, table.column_names, key)
     whole.tables[number] = table
+    whole.int96[number] = "INT96" in physical
     values = [table.column(name).to_pylist() for name in key]
     for row in range(table.num_rows):
         whole.records.append(Record(number, tuple(_key_text(v[row]) for v in values), row=row))
