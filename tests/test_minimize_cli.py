@@ -153,6 +153,12 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert unknown.stderr.strip().count("\n") == 0 and "no run 'nope'" in unknown.stderr
     bad_budget = parity("minimize", "parity_tiny/run-1", "--db", db, "--budget", "1d")
     assert bad_budget.returncode == 2 and "--budget: expected" in bad_budget.stderr
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    refused = parity("minimize", "parity_tiny/run-1", "--db", db, "--out", str(mine))
+    assert refused.returncode == 2 and "is not an earlier result" in refused.stderr
+    assert (mine / "notes.txt").read_text() == "keep me"
     (run_dir / "plan.json").unlink()
     gone = parity("minimize", "parity_tiny/run-1", "--db", db)
     assert gone.returncode == 2 and "cannot read the run's plan" in gone.stderr

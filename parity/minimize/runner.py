@@ -146,8 +146,7 @@ def minimize(
         f"the run: {whole.rows:,} rows in {len(whole.files)} files; {target.describe()}; "
         f"budget {budget.describe()}"
     )
-    if out.exists():
-        shutil.rmtree(out)
+    _empty(out)
     (out / "trials").mkdir(parents=True)
     search = _Search(workspace, budget, settings, whole, target, out, started, progress)
     groups = whole.keys() if unit else {}
@@ -359,6 +358,20 @@ def _write(
         rows_before=whole.rows,
         reproduces=target.describe(),
     )
+
+
+def _empty(out: Path) -> None:
+    """Remove ``out`` when it is an earlier result (it holds ``trials/`` or ``witness.txt``)
+    or empty; any other folder is the user's, and is refused rather than emptied."""
+    if not out.exists():
+        return
+    earlier = (out / "trials").exists() or (out / "witness.txt").exists()
+    if not out.is_dir() or not (earlier or not any(out.iterdir())):
+        raise MinimizeError(
+            f"{out}: exists and is not an earlier result of parity minimize: give a new or "
+            "empty folder"
+        )
+    shutil.rmtree(out)
 
 
 def _rows_of(groups: Mapping[tuple[str, ...], list[int]], chosen: Sequence[Any]) -> list[int]:
