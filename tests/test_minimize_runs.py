@@ -6,7 +6,7 @@ For each one: ``parity run V --local --wait`` (the real DAG with ``dag.test()``,
 end at most a few rows long and still diverge; its generated pytest file must fail as it
 is (the buggy candidate) and pass once ``CANDIDATE`` is replaced by ``REFERENCE``. The
 figures (rows before and after, runs, seconds) are printed and appended as JSON lines to
-``$PARITY_MINIMIZE_FIGURES`` when it is set (``bench/minimize_figures.py`` reads them).
+``$PARITY_MINIMIZE_FIGURES`` when it is set (``make minimize``: ``minimize-figures.jsonl``).
 """
 
 from __future__ import annotations
