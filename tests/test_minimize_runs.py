@@ -62,7 +62,7 @@ def parity(home: Path, *args: str, timeout: int = 3000) -> subprocess.CompletedP
     )
 
 
-def pytest_file(test: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def pytest_file(test: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
         cwd=test.parent,
@@ -108,7 +108,7 @@ def test_minimize_a_bundled_divergent_run(validation: str, home: Path) -> None:
     assert f"minimized: {result['rows_before']:,} → {result['rows_after']:,} rows" in report.stdout
 
     test = Path(result["test"])
-    failing = pytest_file(test, home)
+    failing = pytest_file(test)
     assert failing.returncode == 1, (failing.stdout + failing.stderr)[-3000:]
     assert "is not equivalent to the reference" in failing.stdout
 
@@ -119,5 +119,5 @@ def test_minimize_a_bundled_divergent_run(validation: str, home: Path) -> None:
     fixed = test.with_name("test_fixed_" + test.name[len("test_") :])
     fixed.write_text(text.replace(block.group(0), "CANDIDATE = REFERENCE\n"))
     assert "CANDIDATE = REFERENCE" in fixed.read_text()
-    passing = pytest_file(fixed, home)
+    passing = pytest_file(fixed)
     assert passing.returncode == 0, (passing.stdout + passing.stderr)[-3000:]

@@ -36,7 +36,6 @@ from parity.runs.submits import spark_submit_argv
 LIMIT = 20
 #: seconds one application may take in a trial before the trial is given up
 JOB_TIMEOUT = 900.0
-KEEPS = ("same", "exact", "divergent")
 
 
 @dataclass(frozen=True, slots=True)
