@@ -15,9 +15,10 @@ COPY --from=spark /opt/java/openjdk /opt/java/openjdk
 ENV JAVA_HOME=/opt/java/openjdk \
     PATH=/opt/java/openjdk/bin:${PATH}
 
-# Exactly uv.lock's versions, with uv (the image has it): docker/install-locked.sh says why
-# not pip install -r, and fails the build unless pyspark's version is its jars'.
+# Exactly uv.lock's versions, with a uv that installs a pylock.toml (0.9 and later; pip
+# upgrades the image's own if it is older): docker/install-locked.sh says why not
+# pip install -r, and fails the build unless pyspark's version is its jars'.
 COPY --chown=airflow:0 pyproject.toml uv.lock docker/install-locked.sh /tmp/parity/
-RUN (command -v uv >/dev/null || pip install --no-cache-dir uv) \
+RUN pip install --no-cache-dir --quiet 'uv>=0.9' \
  && UV_NO_CACHE=1 /tmp/parity/install-locked.sh /tmp/parity \
  && rm -rf /tmp/parity

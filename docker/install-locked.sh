@@ -6,16 +6,18 @@
 #   docker/install-locked.sh PROJECT_DIR     (PROJECT_DIR holds pyproject.toml and uv.lock)
 #
 # docker/airflow.Dockerfile runs it; tests/test_docker_compose.py runs it in a clean virtual
-# environment from the local uv cache (UV_OFFLINE=1). The export is the lock's whole
-# resolution, uv's override included (pyspark-client is exported under a marker that is never
-# true). It is installed with --no-deps: an installer that resolved the requirements again
-# (pip install -r) would follow the Spark provider's own requirement, pyspark-client, whose
-# pyspark/ package (4.2 files) lands over pyspark 4.3's.
+# environment from the local uv cache (UV_OFFLINE=1). The lock is exported as a PEP 751
+# pylock.toml: every package with the URL and hash of its file, uv's override included
+# (pyspark-client is exported under a marker that is never true). uv installs exactly those
+# files: it neither resolves again nor asks an index, so what `uv sync` downloaded is all it
+# needs. An installer that resolved the requirements again (pip install -r) would follow the
+# Spark provider's own requirement, pyspark-client, whose pyspark/ package (4.2 files) lands
+# over pyspark 4.3's.
 set -euo pipefail
 project=$1
-uv export --frozen --no-dev --no-emit-project --no-hashes --quiet \
-  --project "$project" -o "$project/requirements.locked.txt"
-uv pip install --no-deps --quiet -r "$project/requirements.locked.txt"
+uv export --frozen --no-dev --no-emit-project --format pylock.toml --quiet \
+  --project "$project" -o "$project/pylock.toml"
+uv pip install --quiet --preview-features pylock -r "$project/pylock.toml"
 python - <<'PY'
 import pathlib
 import sys
