@@ -73,11 +73,6 @@ scale: install
 cluster: install
 	$(BIN)/pytest --cluster -m cluster --timeout 1800 -p no:cacheprovider tests/test_cluster_validation.py
 
-# The release loop end to end (issue 30): a real `airflow api-server`, scheduler and DAG
-# processor on loopback, candidate builds in a loopback S3 server, `parity run`, `gate`,
-# `approve` as a release pipeline runs them, and the deploy DAG on the gate's Asset event
-# (tests/test_release_e2e.py; CI runs the short path, tests/test_release_services.py), the
-# CI script blocking a divergent build, and the release example DAG with Spark.
 # A newcomer's first hour as a test (issue 33): clone HEAD, make demo, then the tutorial's
 # commands on the bundled example pipeline, with the verdicts it shows
 # (tests/test_newcomer.py).
@@ -92,6 +87,11 @@ minimize: install
 	PARITY_MINIMIZE_FIGURES=$(CURDIR)/minimize-figures.jsonl $(BIN)/pytest --minimize -m minimize \
 		--timeout 3600 -p no:cacheprovider -s tests/test_minimize_runs.py
 
+# The release loop end to end (issue 30): a real `airflow api-server`, scheduler and DAG
+# processor on loopback, candidate builds in a loopback S3 server, `parity run`, `gate`,
+# `approve` as a release pipeline runs them, and the deploy DAG on the gate's Asset event
+# (tests/test_release_e2e.py; CI runs the short path, tests/test_release_services.py), the
+# CI script blocking a divergent build, and the release example DAG with Spark.
 release-e2e: install
 	$(BIN)/pytest --release-e2e -m release_e2e --timeout 1800 -p no:cacheprovider tests/test_release_e2e.py \
 		tests/test_ci_recipes.py tests/test_airflow_release.py
