@@ -12,6 +12,7 @@ method; ``tests/test_spark_chains_spark.py`` proves the Spark plan around it.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,15 @@ from hypothesis import strategies as st
 from matcher import Equality, compare
 from matcher.classify import MAX_ORDER_CHECK
 from matcher.dependence import by_key
-from matcher.spark.chains import CHEAP, CORRUPTION, EXACT, explain_key
+from matcher.spark.chains import (
+    CHEAP,
+    CORRUPTION,
+    DUPLICATION,
+    EXACT,
+    LOSS,
+    explain_disjoint,
+    explain_key,
+)
 from matcher.verdict import Verdict
 from tests.fault_mix import with_faults
 
@@ -134,3 +143,45 @@ def test_the_fast_path_keeps_resync_at_where_the_general_path_forgets_it() -> No
     assert (dict(kinds), matched) == ({"loss": 35, "duplication": 20}, 65)
     assert expected.matched_count == 65
     assert found == positions_of(expected)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    n=st.integers(0, 150),
+    m=st.integers(0, 150),
+    seed=st.integers(0, 2**32 - 1),
+    fast=st.booleans(),
+)
+def test_a_key_whose_sides_share_no_digest_has_the_closed_form(
+    n: int, m: int, seed: int, fast: bool
+) -> None:
+    """``explain_disjoint`` against ``explain_key`` on keys of distinct or repeated
+    digests, interleaved at random positions: the counts by kind, the corrupted pairs'
+    ranks and the earliest divergence under both placements."""
+    if not n + m:
+        return
+    rng = random.Random(seed)
+    alphabet = rng.choice([3, 10**6])
+    digests: tuple[list[int], list[int]] = ([rng.randrange(alphabet) for _ in range(n)], [])
+    digests[1].extend(alphabet + rng.randrange(alphabet) for _ in range(m))
+    order = sorted(rng.sample(range(4 * (n + m) + 10), n + m))
+    sides = [0] * n + [1] * m
+    rng.shuffle(sides)
+    positions: tuple[list[int], list[int]] = ([], [])
+    for side, position in zip(sides, order, strict=True):
+        positions[side].append(position)
+    lengths = (positions[0][-1] + 1 + rng.randrange(5) if n else rng.randrange(50), order[-1] + 2)
+    outcome = explain_key(sides, digests, positions, lengths, fast)
+    first = (positions[0][0] if n else 0, positions[1][0] if m else 0)
+    closed = explain_disjoint(n, m, first, lengths)
+    kinds = Counter(d.kind for d in outcome.divs[EXACT])
+    assert (kinds[CORRUPTION], kinds[LOSS], kinds[DUPLICATION]) == (
+        closed.corruptions,
+        closed.losses,
+        closed.duplications,
+    )
+    pairs = sorted((d.ref_rank, d.cand_rank) for d in outcome.divs[EXACT] if d.kind == CORRUPTION)
+    assert pairs == [(k, k) for k in range(closed.corruptions)]
+    for mode in (EXACT, CHEAP):
+        assert min(d.sort_key(mode) for d in outcome.divs[mode]) == closed.first
+    assert outcome.matched == 0

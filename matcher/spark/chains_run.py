@@ -7,8 +7,10 @@ core's interleaving within each key, each event with small values beside its col
 digest per compared column). ``chain_counter`` reads a partition's small values as numpy
 arrays, splits it into keys, and gives each key to ``matcher.spark.chains.explain_key``
 (the core's online loop, resynchronisation, classification and merging of moves, on
-integers); the events themselves are turned into Python values only for the few keys
-kept for witnesses. A partition sends back a few rows, whatever the number of faults:
+integers), or, when its two sides share no digest (one sort of the partition's rows
+finds those keys), to its closed form ``explain_disjoint``; the events themselves are
+turned into Python values only for the few keys kept for witnesses. A partition sends
+back a few rows, whatever the number of faults:
 
 * the counts by kind, and by column for corruptions (the pairs' column digests compared
   in one vectorised step per batch), and the pairs matched;
@@ -44,7 +46,14 @@ from matcher.dependence import Dependence
 from matcher.equality import Equality, Event
 from matcher.pools import Entry
 from matcher.profile import Profile
-from matcher.spark.chains import CORRUPTION, explain_key, run_online
+from matcher.spark.chains import (
+    CORRUPTION,
+    DUPLICATION,
+    LOSS,
+    explain_disjoint,
+    explain_key,
+    run_online,
+)
 from matcher.spark.digests import DIGEST, GH, GH2, NAN
 from matcher.spark.events import arrow_events, arrow_values, dumps, loads
 from matcher.spark.profile_arrays import add_pairs
@@ -164,6 +173,7 @@ class _Tally:
         dc, pc = digest_array[cand_rows].tolist(), pos_array[cand_rows].tolist()
         corrupted: tuple[list[int], list[int]] = ([], [])
         bounds = starts.tolist()
+        disjoint = _disjoint(starts, side_array, digest_array).tolist()
         for g in range(len(bounds) - 1):
             start, end = bounds[g], bounds[g + 1]
             group = (gh[start], gh2[start])
@@ -171,6 +181,21 @@ class _Tally:
                 self.nan.append(group)
                 continue
             r0, r1, c0, c1 = ref_at[g], ref_at[g + 1], cand_at[g], cand_at[g + 1]
+            if disjoint[g]:
+                first = (pr[r0] if r1 > r0 else 0, pc[c0] if c1 > c0 else 0)
+                closed = explain_disjoint(r1 - r0, c1 - c0, first, self.lengths)
+                for kind, n in (
+                    (CORRUPTION, closed.corruptions),
+                    (LOSS, closed.losses),
+                    (DUPLICATION, closed.duplications),
+                ):
+                    if n:
+                        self.kinds[kind] += n
+                corrupted[0].extend(range(r0, r0 + closed.corruptions))
+                corrupted[1].extend(range(c0, c0 + closed.corruptions))
+                for mode in (0, 1):
+                    self._offer(mode, closed.first, group, part, start, end)
+                continue
             outcome = explain_key(
                 sides[start:end], (dr[r0:r1], dc[c0:c1]), (pr[r0:r1], pc[c0:c1]), self.lengths,
                 self.fast,
@@ -251,6 +276,19 @@ class _Tally:
         if self.profile.columns:
             out.append({"tag": "profile", "blob": self.profile.to_partial().encode()})
         return pa.RecordBatch.from_pylist(out, schema=_TALLY)
+
+
+def _disjoint(starts: np.ndarray, sides: np.ndarray, digests: np.ndarray) -> np.ndarray:
+    """For each key (rows ``starts[g]`` to ``starts[g + 1]``), whether its two sides share
+    no digest: one sort of the partition's rows by (key, digest, side)."""
+    keys = len(starts) - 1
+    key = np.repeat(np.arange(keys), np.diff(starts))
+    order = np.lexsort((sides, digests, key))
+    k, d, s = key[order], digests[order], sides[order]
+    shared = (k[1:] == k[:-1]) & (d[1:] == d[:-1]) & (s[1:] != s[:-1])
+    disjoint = np.ones(keys, dtype=bool)
+    disjoint[k[1:][shared]] = False
+    return disjoint
 
 
 def _times(table: pa.Table, names: Sequence[str]) -> pa.ChunkedArray | list[Any] | None:

@@ -73,6 +73,7 @@ from matcher.spark.grouped_sql import (
     tagged_union,
 )
 from matcher.spark.per_partition import match_partitions
+from matcher.spark.presorted import natural_streams
 from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import ORD, POS, Streams, column
 
@@ -332,6 +333,8 @@ def run_screened(
     verdict warns (an event whose key changed then reads as a loss and a duplication, not
     as a corruption of its key)."""
     screened = screen(plan, streams.reference, streams.candidate)
+    if screened.n_bad:  # positions are read from here on: sort only what is not sorted
+        streams = natural_streams(streams)
     try:
         outcome = _explain_screened(streams, plan, dependence, limit, screened)
         if differences is not None:

@@ -1,0 +1,169 @@
+"""Natural positions for an output written in its ``order_by`` order (``matcher.spark.presorted``).
+
+Whenever the check says an output is sorted, its natural positions must be exactly the
+sorted ones (``matcher.spark.ordering``), on the layouts Spark writes (many files packed
+into a partition, a file split across tasks, small row groups); whenever it is not, or
+cannot tell (nulls, NaN, a tie of the order across files out of file order), the stream
+must come back as it was. And the verdict of a divergent pair is the same either way.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+from matcher.dependence import by_key
+from matcher.equality import Equality
+from matcher.spark import compare_dataframes, read_stream
+from matcher.spark import screen as screen_module
+from matcher.spark.presorted import natural_streams, natural_when_sorted
+from matcher.spark.schema import POS
+
+pytest_plugins = ("tests.spark_fixtures",)
+
+pytestmark = pytest.mark.spark
+
+_SPLIT_CONF = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+
+
+@pytest.fixture
+def tiny_splits(spark: SparkSession) -> Iterator[None]:
+    """Splits of 1 KiB and no packing discount: a file of a few KiB is read by several
+    tasks, and many small files share one."""
+    old = {k: spark.conf.get(k) for k in _SPLIT_CONF}
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")
+    spark.conf.set("spark.sql.files.openCostInBytes", "0")
+    yield
+    for key, value in old.items():
+        spark.conf.set(key, value)
+
+
+def write_files(path: Path, rows: list[dict[str, Any]], files: int, row_group: int) -> None:
+    """``rows`` in order, cut into ``files`` files named in that order."""
+    path.mkdir()
+    size = -(-len(rows) // files)
+    for n in range(files):
+        chunk = rows[n * size : (n + 1) * size]
+        if chunk:
+            table = pa.Table.from_pylist(chunk)
+            pq.write_table(table, path / f"part-{n:05d}.parquet", row_group_size=row_group)
+
+
+def by_position(stream: DataFrame) -> list[tuple[Any, ...]]:
+    rows = sorted((r[POS], r["id"]) for r in stream.select(POS, "id").collect())
+    assert [r[0] for r in rows] == list(range(len(rows)))
+    return [r[1] for r in rows]
+
+
+def sorted_rows(n: int, seed: int) -> list[dict[str, Any]]:
+    """Rows in ``seq`` order with ties, a string and a time that rise with it."""
+    rng = random.Random(seed)
+    seq, rows = 0, []
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    for i in range(n):
+        seq += rng.choice((0, 0, 1, 2))
+        rows.append(
+            {
+                "id": i,
+                "seq": seq,
+                "name": f"n{seq:06d}",
+                "at": start + dt.timedelta(seconds=seq),
+                "x": float(seq) / 3,
+            }
+        )
+    return rows
+
+
+@pytest.mark.parametrize(
+    ("files", "row_group", "order_by"),
+    [
+        (1, 1_000_000, ["seq"]),
+        (7, 50, ["seq"]),
+        (23, 13, ["seq", "id"]),
+        (5, 40, ["name"]),
+        (5, 40, ["at", "x"]),
+    ],
+)
+def test_a_sorted_output_gets_the_sorted_positions_without_a_sort(
+    spark: SparkSession,
+    tmp_path: Path,
+    tiny_splits: None,
+    files: int,
+    row_group: int,
+    order_by: list[str],
+) -> None:
+    write_files(tmp_path / "out", sorted_rows(2_000, files), files, row_group)
+    stream = read_stream(spark, tmp_path / "out", order_by=order_by)
+    natural = natural_when_sorted(stream)
+    assert natural is not stream
+    assert by_position(natural) == by_position(stream)
+    assert "Window" not in natural._jdf.queryExecution().optimizedPlan().toString()
+
+
+@pytest.mark.parametrize("fault", ["swap", "null", "nan", "tie_across_files"])
+def test_an_output_out_of_order_keeps_its_sorted_positions(
+    spark: SparkSession, tmp_path: Path, tiny_splits: None, fault: str
+) -> None:
+    rows = sorted_rows(1_000, 3)
+    if fault == "swap":  # two rows out of order, far apart, in different files
+        rows[100], rows[900] = rows[900], rows[100]
+    elif fault == "null":
+        rows[500]["x"] = None
+    elif fault == "nan":
+        rows[500]["x"] = float("nan")
+    else:  # the last file starts below where the first ended
+        rows[-1]["seq"] = -1
+    write_files(tmp_path / "out", rows, 4, 30)
+    order_by = ["x"] if fault in ("null", "nan") else ["seq"]
+    stream = read_stream(spark, tmp_path / "out", order_by=order_by)
+    assert natural_when_sorted(stream) is stream
+
+
+def test_a_divergent_verdict_is_the_same_with_and_without_the_check(
+    spark: SparkSession, tmp_path: Path, tiny_splits: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Faults in every key, past the core's exact limit: the chains' job's counts and
+    witnesses, natural positions against sorted ones."""
+    rng = random.Random(7)
+    reference = [{"id": i, "key": i % 37, "seq": i, "v": rng.randrange(5)} for i in range(3_000)]
+    candidate = [dict(r) for r in reference]
+    for n in range(0, 3_000, 41):
+        candidate[n]["v"] = 99
+    del candidate[1_500]
+    candidate[10], candidate[50] = candidate[50], candidate[10]
+    for n, row in enumerate(candidate):
+        row["seq"] = n
+    write_files(tmp_path / "ref", reference, 5, 100)
+    write_files(tmp_path / "cand", candidate, 3, 100)
+    monkeypatch.setattr(screen_module, "EXACT_LIMIT", 10)
+
+    def verdict() -> Any:
+        reference, candidate = (
+            read_stream(spark, tmp_path / s, order_by=["seq"]) for s in ("ref", "cand")
+        )
+        ignore = Equality(ignore=frozenset({"seq", "id"}))
+        found = compare_dataframes(reference, candidate, by_key("key"), ignore, limit=20)
+        return dict(found.counts), [d.to_dict() for d in found.divergences]
+
+    checks = natural_streams
+    natural: list[bool] = []
+
+    def recorded(streams: Any) -> Any:
+        found = checks(streams)
+        natural.append(found is not streams)
+        return found
+
+    monkeypatch.setattr(screen_module, "natural_streams", recorded)
+    checked = verdict()
+    assert natural == [True]
+    monkeypatch.setattr(screen_module, "natural_streams", lambda streams: streams)
+    assert checked == verdict()
+    assert sum(checked[0].values()) > 0
