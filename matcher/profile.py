@@ -140,8 +140,12 @@ def exact_partials(values: Sequence[float]) -> list[float]:
             for value in values:
                 add_exactly(partials, value)
             return partials
+        except ValueError:  # an infinity of each sign among the values: no sum
+            return [math.nan]
         if rest == 0:
             return partials
+        if not math.isfinite(rest):  # an infinite value (a quotient past the floats) or NaN
+            return [rest]
         partials.append(rest)
 
 

@@ -56,7 +56,7 @@ from matcher.spark.chains import (
 )
 from matcher.spark.digests import DIGEST, GH, GH2, NAN
 from matcher.spark.events import arrow_events, arrow_values, dumps, loads
-from matcher.spark.profile_arrays import add_pairs
+from matcher.spark.profile_arrays import add_number_arrays, add_pairs, plain_numbers
 from matcher.verdict import Divergence
 
 #: the columns ``chain_counter`` reads besides ``matcher.spark.digests``'
@@ -226,15 +226,19 @@ class _Tally:
             pairs = np.flatnonzero(differs[:, j])
             name = self.compared[j]
             column = self.profile.column(name)
-            olds = arrow_values(reference.take(pairs), name)
-            news = arrow_values(candidate.take(pairs), name)
+            old, new = reference.column(name).take(pairs), candidate.column(name).take(pairs)
             if times is None:
                 moments = None
             elif isinstance(times, list):
                 moments = [times[i] for i in pairs.tolist()]
             else:
                 moments = times.take(pairs)
-            add_pairs(column, olds, news, moments)
+            if plain_numbers(old) and plain_numbers(new):
+                add_number_arrays(column, old, new, moments)
+            else:
+                olds = arrow_values(pa.table({name: old}), name)
+                news = arrow_values(pa.table({name: new}), name)
+                add_pairs(column, olds, news, moments)
 
     def _offer(
         self, mode: int, first: tuple[int, int], group: Group, part: _Part, start: int, end: int

@@ -42,12 +42,44 @@ def add_pairs(
             column.add_transitions([olds[i] for i in other], [news[i] for i in other])
     else:
         column.add_many(olds, news)
+    _add_moments(column, moments)
+
+
+def _add_moments(
+    column: ColumnProfile, moments: pa.Array | pa.ChunkedArray | Sequence[Any] | None
+) -> None:
     if moments is None:
         return
     if isinstance(moments, pa.Array | pa.ChunkedArray):
         _add_times(column, moments)
     else:
         column.add_many([], [], moments)
+
+
+def plain_numbers(values: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether an Arrow column's values are all ints or floats to the profile (no null)."""
+    kind = values.type
+    numeric = pa.types.is_integer(kind) or kind in (pa.float32(), pa.float64())
+    return numeric and values.null_count == 0
+
+
+def add_number_arrays(
+    column: ColumnProfile,
+    olds: pa.Array | pa.ChunkedArray,
+    news: pa.Array | pa.ChunkedArray,
+    moments: pa.Array | pa.ChunkedArray | Sequence[Any] | None,
+) -> None:
+    """``add_pairs`` for two Arrow columns of ``plain_numbers``: the same figures, numpy
+    taking the values as floats as ``_add_numbers`` takes the Python values (an int rounded
+    to the nearest float, a float32 widened exactly), with no Python value per pair."""
+    column.pairs += len(olds)
+    a = olds.to_numpy().astype(np.float64)
+    b = news.to_numpy().astype(np.float64)
+    other = _add_floats(column, a, b)
+    if other:
+        take = pa.array(other, pa.int64())
+        column.add_transitions(olds.take(take).to_pylist(), news.take(take).to_pylist())
+    _add_moments(column, moments)
 
 
 def _add_numbers(column: ColumnProfile, olds: Sequence[Any], news: Sequence[Any]) -> list[int]:
@@ -59,15 +91,22 @@ def _add_numbers(column: ColumnProfile, olds: Sequence[Any], news: Sequence[Any]
         column.pairs -= len(olds)
         column.add_many(olds, news)
         return []
+    return _add_floats(column, a, b)
+
+
+def _add_floats(column: ColumnProfile, a: np.ndarray, b: np.ndarray) -> list[int]:
+    """Add the pairs ``a[i] -> b[i]`` that are two finite floats; the indexes of the others."""
     finite = np.isfinite(a) & np.isfinite(b)
     a, b = a[finite], b[finite]
-    delta = b - a
-    size = np.abs(delta)
-    nonzero = a != 0
+    with np.errstate(over="ignore"):  # past the floats is infinite, as in Python
+        delta = b - a
+        size = np.abs(delta)
+        nonzero = a != 0
+        relative = size[nonzero] / np.abs(a[nonzero])
     for moments, values in (
         (column.diff, delta),
         (column.abs_diff, size),
-        (column.rel_diff, size[nonzero] / np.abs(a[nonzero])),
+        (column.rel_diff, relative),
     ):
         if len(values):
             moments.add_exact(

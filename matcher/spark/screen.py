@@ -289,16 +289,18 @@ def chain_events(
     input): group hashes, side, position, digest, NaN flag and one digest per compared
     column, partitioned by group and sorted by (group, position, side)."""
     columns = column_digests(plan.fields, plan.equality)
-    small = tagged_union(plan, reference, candidate).selectExpr(
+    hashed = tagged_union(plan, reference, candidate).selectExpr("*", *group_hashes())
+    # the groups first: a digest is computed only for the events that are kept
+    small = _in_groups(hashed, screened.bad, screened.n_bad).selectExpr(
         *[ident(name) for name in plan.names],
-        *group_hashes(),
+        _GH,
+        _GH2,
         SIDE,
         POS,
         *digest_columns(plan.fields, plan.equality),
         f"{columns} AS {COLUMNS}",
     )
-    kept = _in_groups(small, screened.bad, screened.n_bad)
-    return kept.repartition(_GH).sortWithinPartitions(_GH, _GH2, POS, SIDE)
+    return small.repartition(_GH).sortWithinPartitions(_GH, _GH2, POS, SIDE)
 
 
 def _in_groups(hashed: DataFrame, groups: DataFrame, n_groups: int) -> DataFrame:
