@@ -39,6 +39,22 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
+_SPLIT_CONF = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+
+
+@pytest.fixture
+def tiny_splits(spark: SparkSession) -> Iterator[None]:
+    """Splits of 1 KiB, and no packing discount: every file of a few KiB is split, and many
+    small files share a partition."""
+    old = {k: spark.conf.get(k) for k in _SPLIT_CONF}
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")
+    spark.conf.set("spark.sql.files.openCostInBytes", "0")
+    yield
+    for key, value in old.items():
+        if value is not None:
+            spark.conf.set(key, value)
+
+
 def near(x: Mapping[str, Any], y: Mapping[str, Any]) -> bool:
     """A predicate dependence for tests: same group ``g`` and values ``v`` within 1.5 (or
     either missing). Defined here because Spark's Python workers import it by name, and

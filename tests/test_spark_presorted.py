@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,20 +29,6 @@ from matcher.spark.schema import POS
 pytest_plugins = ("tests.spark_fixtures",)
 
 pytestmark = pytest.mark.spark
-
-_SPLIT_CONF = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-
-
-@pytest.fixture
-def tiny_splits(spark: SparkSession) -> Iterator[None]:
-    """Splits of 1 KiB and no packing discount: a file of a few KiB is read by several
-    tasks, and many small files share one."""
-    old = {k: spark.conf.get(k) for k in _SPLIT_CONF}
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")
-    spark.conf.set("spark.sql.files.openCostInBytes", "0")
-    yield
-    for key, value in old.items():
-        spark.conf.set(key, value)
 
 
 def write_files(path: Path, rows: list[dict[str, Any]], files: int, row_group: int) -> None:

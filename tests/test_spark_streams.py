@@ -32,21 +32,6 @@ pytest_plugins = ("tests.spark_fixtures",)  # the shared ``spark`` fixture
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def tiny_splits(spark: SparkSession) -> Iterator[None]:
-    """Splits of 1 KiB, and no packing discount: every file of a few KiB is split, and many
-    small files share a partition."""
-    old = {k: spark.conf.get(k) for k in _SPLIT_CONF}
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "1024")
-    spark.conf.set("spark.sql.files.openCostInBytes", "0")
-    yield
-    for key, value in old.items():
-        spark.conf.set(key, value)
-
-
-_SPLIT_CONF = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
-
-
 def positions(stream: DataFrame, *columns: str) -> list[tuple[Any, ...]]:
     """``(columns...)`` of every row, in ``__pos`` order, after checking ``__pos`` is dense."""
     rows = sorted((r["__pos"], *(r[c] for c in columns)) for r in stream.collect())
