@@ -143,12 +143,13 @@ def test_a_divergent_verdict_is_the_same_with_and_without_the_check(
 
     def recorded(streams: Any) -> Any:
         found = checks(streams)
-        natural.append(found is not streams)
+        natural.append(found.reference is not streams.reference)
+        natural.append(found.candidate is not streams.candidate)
         return found
 
     monkeypatch.setattr(screen_module, "natural_streams", recorded)
     checked = verdict()
-    assert natural == [True]
+    assert natural == [True, True]
     monkeypatch.setattr(screen_module, "natural_streams", lambda streams: streams)
     assert checked == verdict()
     assert sum(checked[0].values()) > 0

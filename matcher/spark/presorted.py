@@ -25,6 +25,7 @@ the order are fine (the natural order breaks them, as ``ordering`` does).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from typing import Any
@@ -49,10 +50,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from matcher.spark.schema import ORD, POS, Streams, column
+from matcher.spark.schema import ORD, POS, ROW_BITS, Streams, column
 
-#: the natural order's low bits: the row's index in its file (``matcher.spark.streams``)
-ROW_BITS = 40
 _TIE = "tie"
 #: order types whose Arrow comparison is Spark's ordering (for values that are not null
 #: and not NaN; a NaN compares false either way, so a run holding one is not sorted)
@@ -72,17 +71,7 @@ def natural_streams(streams: Streams) -> Streams:
     order is its ``order_by`` order (see the module docstring)."""
     reference = natural_when_sorted(streams.reference)
     candidate = natural_when_sorted(streams.candidate)
-    if reference is streams.reference and candidate is streams.candidate:
-        return streams
-    return Streams(
-        reference,
-        candidate,
-        streams.fields,
-        streams.warnings,
-        streams.schema,
-        streams.uncommon,
-        streams.core_only,
-    )
+    return dataclasses.replace(streams, reference=reference, candidate=candidate)
 
 
 def natural_when_sorted(stream: DataFrame) -> DataFrame:

@@ -49,6 +49,9 @@ POS = "__pos"
 #: a stream's order, when it is cheaper than ``__pos`` (``read_stream`` of Parquet): not
 #: dense, only increasing along the stream; a stream without it is ordered by ``__pos``
 ORD = "__p_ord"
+#: a Parquet stream's natural order is its file's index shifted by this, plus the row's
+#: index in its file (rows per file below 2^40, files below 2^23)
+ROW_BITS = 40
 #: every internal column starts with this; a data column may not
 RESERVED = "__p_"
 

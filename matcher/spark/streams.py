@@ -48,7 +48,7 @@ from matcher.spark.columns import check_column_names
 from matcher.spark.equality_sql import literal
 from matcher.spark.kinds import INFERRED_FROM_TEXT, keep_json_kinds
 from matcher.spark.ordering import number_by_order, order_keys
-from matcher.spark.schema import ORD, POS, column
+from matcher.spark.schema import ORD, POS, ROW_BITS, column
 
 _ID = "__p_id"
 _FIRST = "__p_first_id"
@@ -58,7 +58,6 @@ _BLOCK = "__p_block"
 _PART = "__p_part"
 _ROW = "__p_row"
 _INDEX = "__p_file_index"
-_ROW_BITS = 40  # rows per file below 2^40, files below 2^23
 #: an output of more files is numbered by the counting job, not from its listing
 LISTED_FILES = 1_000
 _FILE_UNKNOWN = "Parity: a row from a file that the listing of the output lacks: "
@@ -264,7 +263,7 @@ def _number_by_row_index(df: DataFrame) -> DataFrame | None:
         *[column(c) for c in data],
         _FILE,
         _ROW,
-        F.expr(f"shiftleft({index}, {_ROW_BITS}) + {_ROW}").alias(ORD),
+        F.expr(f"shiftleft({index}, {ROW_BITS}) + {_ROW}").alias(ORD),
     )
     counts = (
         df.select(F.col("_metadata.file_path").alias(_FILE))
