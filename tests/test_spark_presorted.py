@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,27 @@ def test_a_divergent_verdict_is_the_same_with_and_without_the_check(
     monkeypatch.setattr(screen_module, "natural_streams", lambda streams: streams)
     assert checked == verdict()
     assert sum(checked[0].values()) > 0
+
+
+def test_two_instants_of_a_daylight_saving_fold_are_compared_as_instants(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first file ends at 06:10 UTC and the second starts at 05:30 UTC: out of order,
+    though in New York's local time, the driver's, they read 01:10 EST and 01:30 EDT."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        end = dt.datetime(2026, 11, 1, 6, 10, tzinfo=dt.UTC)
+        start = dt.datetime(2026, 11, 1, 5, 30, tzinfo=dt.UTC)
+        rows = [
+            {"id": 0, "at": end - dt.timedelta(hours=1)},
+            {"id": 1, "at": end},
+            {"id": 2, "at": start},
+            {"id": 3, "at": end + dt.timedelta(hours=1)},
+        ]
+        write_files(tmp_path / "out", rows, 2, 10)
+        stream = read_stream(spark, tmp_path / "out", order_by=["at"])
+        assert natural_when_sorted(stream) is stream
+    finally:
+        monkeypatch.undo()
+        time.tzset()

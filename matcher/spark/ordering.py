@@ -76,7 +76,7 @@ def order_keys(natural: DataFrame, order_by: Sequence[str]) -> list[Column] | No
     """Each ``order_by`` column's key for the bounds, or ``None`` when one has no key whose
     values survive the driver exactly (the caller sorts eagerly instead)."""
     types = {f.name: f.dataType for f in natural.schema.fields}
-    keys = [_key_of(column(c), types[c]) for c in order_by]
+    keys = [order_key(column(c), types[c]) for c in order_by]
     return None if any(k is None for k in keys) else [k for k in keys if k is not None]
 
 
@@ -123,7 +123,7 @@ def _firsts(with_bucket: DataFrame) -> DataFrame:
     )
 
 
-def _key_of(value: Column, type_: DataType) -> Column | None:
+def order_key(value: Column, type_: DataType) -> Column | None:
     """An order-preserving key whose values round-trip through Python exactly (None: none)."""
     if isinstance(type_, _EXACT):
         return value

@@ -15,10 +15,12 @@ put in natural order, must not overlap, and each run's last values must be at mo
 next run's first: then every row's order values are at most the next row's, the natural
 order is the stream order, and the stream's ``__pos`` becomes the natural one. Each side
 is decided alone. Only screening's faulty path asks (an equivalent output needs no
-position at all).
+position at all). Values are compared as the keys of ``ordering.order_key`` (a time as
+its microseconds, a date as its day, a boolean as 0/1): exact in Arrow and on the driver,
+where a ``Row``'s local time could put two instants of a daylight-saving fold out of order.
 
 The check is conservative: a null or a NaN in an order column, an order column of a type
-whose Arrow comparison is not Spark's ordering, or a natural order that is not dense per
+with no such key (or a collated string), or a natural order that is not dense per
 file (a filtered stream) leaves the stream as it is, with its sorted positions. Ties of
 the order are fine (the natural order breaks them, as ``ordering`` does).
 """
@@ -38,32 +40,16 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
     DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegralType,
     LongType,
     StringType,
     StructField,
     StructType,
-    TimestampType,
 )
 
+from matcher.spark.ordering import order_key
 from matcher.spark.schema import ORD, POS, ROW_BITS, Streams, column
 
 _TIE = "tie"
-#: order types whose Arrow comparison is Spark's ordering (for values that are not null
-#: and not NaN; a NaN compares false either way, so a run holding one is not sorted)
-_COMPARABLE = (
-    IntegralType,
-    FloatType,
-    DoubleType,
-    DecimalType,
-    DateType,
-    TimestampType,
-    BooleanType,
-)
 
 
 def natural_streams(streams: Streams) -> Streams:
@@ -81,18 +67,20 @@ def natural_when_sorted(stream: DataFrame) -> DataFrame:
     if fields is None:
         return stream
     names = [f"o{i}" for i in range(len(fields))]
+    keys = [order_key(F.col(f"{ORD}.{f.name}"), f.dataType) for f in fields]
     values = stream.select(
-        *[F.col(f"{ORD}.{f.name}").alias(n) for f, n in zip(fields, names, strict=True)],
+        *[k.alias(n) for k, n in zip(keys, names, strict=True) if k is not None],
         F.col(f"{ORD}.{_TIE}").alias(_TIE),
     )
+    types = [values.schema[n].dataType for n in names]
     schema = StructType(
         [
             StructField("first", LongType()),
             StructField("last", LongType()),
             StructField("n", LongType()),
             StructField("ok", BooleanType()),
-            *[StructField(f"a{n}", f.dataType) for n, f in zip(names, fields, strict=True)],
-            *[StructField(f"z{n}", f.dataType) for n, f in zip(names, fields, strict=True)],
+            *[StructField(f"a{n}", t) for n, t in zip(names, types, strict=True)],
+            *[StructField(f"z{n}", t) for n, t in zip(names, types, strict=True)],
         ]
     )
     runs = values.mapInArrow(_runs(names), schema).collect()
@@ -125,9 +113,12 @@ def _order_fields(stream: DataFrame) -> list[StructField] | None:
 
 
 def _comparable(kind: DataType) -> bool:
+    """Whether the order's key for ``kind`` (``ordering.order_key``: times as
+    microseconds, dates as days, booleans as 0/1, numbers and strings as they are) compares
+    in Arrow and in Python as Spark orders ``kind``: not a collated string."""
     if isinstance(kind, StringType):
-        return kind == StringType()  # binary collation: Arrow compares the bytes too
-    return isinstance(kind, _COMPARABLE)
+        return kind == StringType()  # binary collation: Arrow and Python compare code points
+    return order_key(F.lit(None), kind) is not None
 
 
 def _runs(names: list[str]) -> Any:
