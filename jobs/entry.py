@@ -13,7 +13,9 @@ function that raised, text that is not UTF-8) as ``JOB: error: ...``; anything e
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -38,6 +40,48 @@ def session(job: str, *, conf: Mapping[str, str] | None = None) -> Any:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+class StartingSession:
+    """The job's SparkSession (``session``), started on a thread of its own while the
+    driver goes on with its own start (reading the spec, opening the store, importing the
+    matcher): the JVM's start of Spark and Python's imports overlap instead of taking
+    turns. ``get()`` waits for it and raises what starting it raised.
+
+    The thread is a daemon: a job that fails before it needs Spark exits at once. PySpark
+    cancels the running jobs on Ctrl-C only when the session starts on the main thread, so
+    ``get()`` puts the same handler in place there."""
+
+    def __init__(self, job: str, *, conf: Mapping[str, str] | None = None) -> None:
+        self._done = threading.Event()
+        self._spark: Any = None
+        self._error: BaseException | None = None
+        name = f"parity-{job}-session"
+        threading.Thread(target=self._start, args=(job, conf), name=name, daemon=True).start()
+
+    def _start(self, job: str, conf: Mapping[str, str] | None) -> None:
+        try:
+            self._spark = session(job, conf=conf)
+        except BaseException as exc:  # raised again by get(), on the driver's thread
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def get(self) -> Any:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        if threading.current_thread() is threading.main_thread():
+            context = self._spark.sparkContext
+
+            def cancel(signum: int, frame: Any) -> None:
+                try:
+                    context.cancelAllJobs()
+                finally:
+                    raise KeyboardInterrupt
+
+            signal.signal(signal.SIGINT, cancel)
+        return self._spark
 
 
 def load_spec_at(location: str) -> Spec:

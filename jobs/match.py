@@ -44,11 +44,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobs.entry import load_spec_at, run_job, session
+from jobs.entry import StartingSession, load_spec_at, run_job, session
 from matcher import uris
 from matcher.arguments import whole_number
 from matcher.errors import InputError
@@ -292,6 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Compare and record; raises on failure, after marking a started run failed."""
     spec = load_spec_at(args.spec)
+    # Under spark-submit the JVM is already up (its gateway is in the environment): Spark
+    # starts on it while this process opens the store and imports the matcher.
+    starting = None
+    if args.engine == SPARK and os.environ.get("PYSPARK_GATEWAY_PORT"):
+        starting = StartingSession("match")
     store = Store.open(args.db)
     try:
         start = build_run_start(args, spec)
@@ -306,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
         # failed once the lease expires (matcher.store.lease), instead of running forever.
         with store.running(start), Heartbeat(store, start.run_id):
             table = differences_path(args, spec)
-            result = compare(args, spec, table)
+            result = compare(args, spec, table, starting)
             extra = args.extra_stats
             if table is not None:
                 rows = result.verdict.total_divergences
@@ -354,10 +360,14 @@ def differences_path(args: argparse.Namespace, spec: Spec) -> str | None:
 
 
 def compare(
-    args: argparse.Namespace, spec: Spec, differences: str | None = None
+    args: argparse.Namespace,
+    spec: Spec,
+    differences: str | None = None,
+    starting: StartingSession | None = None,
 ) -> NoisyComparison:
     """The reference against its reruns and the candidate, on the engine ``--engine`` names;
-    every difference written at ``differences`` when given."""
+    every difference written at ``differences`` when given. ``starting``: the Spark session
+    already on its way (else one starts here)."""
     outputs = [args.reference, args.candidate, *args.rerun_reference]
     if args.engine == CORE:
         local = [uris.local_path(output) for output in outputs]
@@ -382,7 +392,7 @@ def compare(
     from matcher.spark.noise import compare_with_noise
     from matcher.spark.session import fit_shuffle_partitions, let_cached_plans_coalesce
 
-    spark = session("match")
+    spark = session("match") if starting is None else starting.get()
     let_cached_plans_coalesce(spark)
     partitions = fit_shuffle_partitions(spark, outputs)
     if partitions is not None:
