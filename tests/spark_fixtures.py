@@ -16,8 +16,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
@@ -99,3 +102,15 @@ def stream_frames(
     return tuple(  # type: ignore[return-value]
         both.where(f"__side = {side}").select(*names, "__pos") for side in (0, 1)
     )
+
+
+def write_files(path: Path, rows: list[dict[str, Any]], files: int, row_group: int) -> None:
+    """``rows`` in order as Parquet, cut into ``files`` files named in that order, each in
+    row groups of ``row_group`` rows."""
+    path.mkdir()
+    size = -(-len(rows) // files)
+    for n in range(files):
+        chunk = rows[n * size : (n + 1) * size]
+        if chunk:
+            table = pa.Table.from_pylist(chunk)
+            pq.write_table(table, path / f"part-{n:05d}.parquet", row_group_size=row_group)

@@ -23,6 +23,10 @@ The check is conservative: a null or a NaN in an order column, an order column o
 with no such key (or a collated string), or a natural order that is not dense per
 file (a filtered stream) leaves the stream as it is, with its sorted positions. Ties of
 the order are fine (the natural order breaks them, as ``ordering`` does).
+
+The same runs say whether the order values rise *strictly* (``strictly_sorted``: no two
+events share them), which screening by order values needs of the reference
+(``matcher.spark.by_values``).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,20 +57,67 @@ from matcher.spark.schema import ORD, POS, ROW_BITS, Streams, column
 _TIE = "tie"
 
 
-def natural_streams(streams: Streams) -> Streams:
+@dataclass(frozen=True, slots=True)
+class Runs:
+    """A side's runs (``_runs``, collected) and the names of its order values."""
+
+    runs: list[Any]
+    names: list[str]
+
+
+def natural_streams(streams: Streams, reference_runs: Runs | None = None) -> Streams:
     """``streams`` with each side's ``__pos`` the natural one where that side's natural
-    order is its ``order_by`` order (see the module docstring)."""
-    reference = natural_when_sorted(streams.reference)
+    order is its ``order_by`` order (see the module docstring). ``reference_runs``: the
+    reference's, when they were collected already (``side_runs``)."""
+    reference = natural_when_sorted(streams.reference, reference_runs)
     candidate = natural_when_sorted(streams.candidate)
     return dataclasses.replace(streams, reference=reference, candidate=candidate)
 
 
-def natural_when_sorted(stream: DataFrame) -> DataFrame:
+def natural_when_sorted(stream: DataFrame, found: Runs | None = None) -> DataFrame:
     """``stream`` with ``__pos`` counted in its natural order, when that order is its
-    ``order_by`` order; else ``stream`` itself."""
+    ``order_by`` order; else ``stream`` itself. ``found``: its runs, when collected."""
+    found = found or side_runs(stream)
+    if found is None:
+        return stream
+    runs, names = found.runs, found.names
+    offsets = _offsets(runs, names)
+    if offsets is None:
+        return stream
+    mask = (1 << ROW_BITS) - 1
+    tie = F.col(f"{ORD}.{_TIE}")
+    first = F.element_at(
+        F.array(*[F.lit(o) for o in offsets]), (F.shiftright(tie, ROW_BITS) + 1).cast("int")
+    )
+    position = (first + tie.bitwiseAND(F.lit(mask))).alias(POS)
+    return stream.select(*[position if c == POS else column(c) for c in stream.columns])
+
+
+def strictly_sorted(found: Runs | None) -> bool:
+    """Whether the order values (the ``order_by`` columns, not the natural order that
+    breaks their ties) of the side whose runs are ``found`` rise strictly along its
+    natural order: the output was written in its ``order_by`` order and no two of its
+    events share their order values, with no null or NaN among them."""
+    if found is None:
+        return False
+    runs, names = found.runs, found.names
+    if not runs or not all(r["ok"] and r["strict"] for r in runs):
+        return False
+    runs = sorted(runs, key=lambda r: r["first"])
+    for before, after in itertools.pairwise(runs):
+        last = tuple(before[f"z{n}"] for n in names)
+        first = tuple(after[f"a{n}"] for n in names)
+        if before["last"] >= after["first"] or not last < first:
+            return False
+    return True
+
+
+def side_runs(stream: DataFrame) -> Runs | None:
+    """The runs of ``stream``, by one narrow job over its order values, or ``None`` when
+    its order is not one this module can check."""
     fields = _order_fields(stream)
     if fields is None:
-        return stream
+        return None
     names = [f"o{i}" for i in range(len(fields))]
     keys = [order_key(F.col(f"{ORD}.{f.name}"), f.dataType) for f in fields]
     values = stream.select(
@@ -79,21 +131,12 @@ def natural_when_sorted(stream: DataFrame) -> DataFrame:
             StructField("last", LongType()),
             StructField("n", LongType()),
             StructField("ok", BooleanType()),
+            StructField("strict", BooleanType()),
             *[StructField(f"a{n}", t) for n, t in zip(names, types, strict=True)],
             *[StructField(f"z{n}", t) for n, t in zip(names, types, strict=True)],
         ]
     )
-    runs = values.mapInArrow(_runs(names), schema).collect()
-    offsets = _offsets(runs, names)
-    if offsets is None:
-        return stream
-    mask = (1 << ROW_BITS) - 1
-    tie = F.col(f"{ORD}.{_TIE}")
-    first = F.element_at(
-        F.array(*[F.lit(o) for o in offsets]), (F.shiftright(tie, ROW_BITS) + 1).cast("int")
-    )
-    position = (first + tie.bitwiseAND(F.lit(mask))).alias(POS)
-    return stream.select(*[position if c == POS else column(c) for c in stream.columns])
+    return Runs(values.mapInArrow(_runs(names), schema).collect(), names)
 
 
 def _order_fields(stream: DataFrame) -> list[StructField] | None:
@@ -123,7 +166,8 @@ def _comparable(kind: DataType) -> bool:
 
 def _runs(names: list[str]) -> Any:
     """The ``mapInArrow`` function: per batch, the runs along which ``tie`` rises, as rows
-    ``(first tie, last tie, rows, order values rise, first values, last values)``."""
+    ``(first tie, last tie, rows, order values rise, rise strictly, first values, last
+    values)``."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -142,26 +186,35 @@ def _batch_runs(batch: pa.RecordBatch, names: list[str]) -> pa.RecordBatch:
     starts = np.concatenate([[0], breaks])
     ends = np.concatenate([breaks, [n]])
     if any(c.null_count for c in cols):
-        ok = np.zeros(len(starts), dtype=bool)
+        ok = strict = np.zeros(len(starts), dtype=bool)
     else:
-        # a run is sorted when none of its pairs (i, i + 1) is out of order
-        bad = np.concatenate([[0], np.cumsum(~_rises(cols))]) if n > 1 else np.zeros(1, int)
-        ok = bad[ends - 1] == bad[starts]
+        below, same = _rises(cols)
+        ok = _runs_without(~(below | same), starts, ends)
+        strict = _runs_without(~below, starts, ends)
     arrays: list[pa.Array] = [
         pa.array(tie[starts], pa.int64()),
         pa.array(tie[ends - 1], pa.int64()),
         pa.array(ends - starts, pa.int64()),
         pa.array(ok, pa.bool_()),
+        pa.array(strict, pa.bool_()),
         *[c.take(pa.array(starts, pa.int64())) for c in cols],
         *[c.take(pa.array(ends - 1, pa.int64())) for c in cols],
     ]
-    fields = ["first", "last", "n", "ok", *[f"a{x}" for x in names], *[f"z{x}" for x in names]]
+    ends_at = [*[f"a{x}" for x in names], *[f"z{x}" for x in names]]
+    fields = ["first", "last", "n", "ok", "strict", *ends_at]
     return pa.RecordBatch.from_arrays(arrays, fields)
 
 
-def _rises(cols: list[pa.Array]) -> Any:
-    """For each pair of consecutive rows, whether the first's values are at most the
-    second's, compared column after column (a NaN: not)."""
+def _runs_without(wrong: Any, starts: Any, ends: Any) -> Any:
+    """For each run (``starts`` to ``ends``), whether none of its pairs of consecutive rows
+    is ``wrong`` (``wrong[i]``: the pair ``(i, i + 1)``)."""
+    bad = np.concatenate([[0], np.cumsum(wrong)])
+    return bad[ends - 1] == bad[starts]
+
+
+def _rises(cols: list[pa.Array]) -> tuple[Any, Any]:
+    """For each pair of consecutive rows, whether the first's values are below the
+    second's, and whether they are the same, compared column after column (a NaN: neither)."""
     n = len(cols[0])
     below = np.zeros(n - 1, dtype=bool)
     same = np.ones(n - 1, dtype=bool)
@@ -171,7 +224,7 @@ def _rises(cols: list[pa.Array]) -> Any:
         equal = pc.equal(a, b).to_numpy(zero_copy_only=False)
         below |= same & less
         same &= equal
-    return below | same
+    return below, same
 
 
 def _offsets(runs: list[Any], names: list[str]) -> list[int] | None:

@@ -31,10 +31,17 @@ The groups that disagree are explained by the core's loop when they are few
 digests where the data is (``chain_events`` and ``matcher.spark.chains_run``: one more
 shuffle, of those groups' events, and a few rows back), whatever the faults look like.
 The digests' SQL is ``matcher.spark.digests``.
+
+Under ``order_by``, when no two events of the reference share their order values,
+``matcher.spark.by_values`` finds the agreeing groups without ranking them, by a hash
+aggregate with no sort; ``screen`` ranks only the groups it leaves ambiguous, when they are
+many (``ranked_screen``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark import StorageLevel
@@ -44,6 +51,7 @@ from pyspark.sql.types import StructType
 
 from matcher.dependence import Dependence
 from matcher.errors import InputError
+from matcher.spark import by_values
 from matcher.spark.chains_run import (
     COLUMNS,
     TALLY_SCHEMA,
@@ -73,7 +81,7 @@ from matcher.spark.grouped_sql import (
     tagged_union,
 )
 from matcher.spark.per_partition import match_partitions
-from matcher.spark.presorted import natural_streams
+from matcher.spark.presorted import Runs, natural_streams
 from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import ORD, POS, Streams, column
 
@@ -101,6 +109,13 @@ class Screen:
     n_bad: int
     bad_events: int
     bad: DataFrame
+    #: every group screened, those that agree too
+    groups: int = 0
+    #: groups (and their events) with the same events in another order of values
+    #: (``matcher.spark.by_values``), among the ``bad``
+    ambiguous: tuple[int, int] = (0, 0)
+    #: the reference's runs, when screening collected them (``presorted.side_runs``)
+    reference_runs: Runs | None = None
 
     def release(self) -> None:
         self.bad.unpersist()
@@ -115,9 +130,15 @@ def screenable(plan: GroupedPlan) -> bool:
     return not (compared & set(plan.equality.tolerance))
 
 
-def screening_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> DataFrame:
+def screening_plan(
+    plan: GroupedPlan,
+    reference: DataFrame,
+    candidate: DataFrame,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
+) -> DataFrame:
     """One row per group: its 128-bit hash, counts per side, the XORed digests, whether it
-    agrees (``ok``)."""
+    agrees (``ok``). ``keep`` narrows the events (with their group's hashes) to some groups
+    before the shuffle."""
     kind = plan.layout.type_column
     extra = [] if kind is None else [f"CAST({ident(kind)} AS STRING) AS {_KIND}", ORD]
     order = _order_fields(reference, candidate)
@@ -132,6 +153,8 @@ def screening_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame
         *extra,
         *digest_columns(plan.fields, plan.equality),
     )
+    if keep is not None:
+        events = keep(events)
     by = ", ".join(name for name, _ in order)
     ranked = events.repartition(_GH).selectExpr(
         "*",
@@ -171,8 +194,69 @@ def _order_fields(reference: DataFrame, candidate: DataFrame) -> list[tuple[str,
 
 
 def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Screen:
-    """Run the screening plan once: the totals come back as the job's observed metrics,
-    and only the groups that disagree are kept (persisted) for the full plan."""
+    """Find the groups that agree: by their order values where that is exact
+    (``matcher.spark.by_values``, no sort), ranking only the ambiguous groups when they
+    are many; or by rank (``screening_plan``)."""
+    runs = by_values.reference_runs(plan, reference, candidate)
+    if not by_values.applies(runs):
+        return dataclasses.replace(ranked_screen(plan, reference, candidate), reference_runs=runs)
+    agreement = by_values.agreement_plan(plan, reference, candidate)
+    found = _observed(plan, reference, candidate, agreement, "parity-screen-values")
+    found = dataclasses.replace(found, reference_runs=runs)
+    if not found.ambiguous[0] or found.ambiguous[1] <= by_values.AMBIGUOUS_LIMIT:
+        return found
+    try:
+        if 2 * found.ambiguous[0] > found.groups:  # most groups: rank them all
+            everything = ranked_screen(plan, reference, candidate)
+            return dataclasses.replace(everything, reference_runs=runs)
+        ambiguous = found.bad.where("ambiguous")
+
+        def keep(events: DataFrame) -> DataFrame:
+            return _in_groups(events, ambiguous, found.ambiguous[0])
+
+        ranked = ranked_screen(plan, reference, candidate, keep)
+        try:
+            certain = found.bad.where("NOT ambiguous").select(_GH, _GH2)
+            bad = certain.unionByName(ranked.bad).persist(StorageLevel.MEMORY_AND_DISK)
+            bad.count()
+        finally:
+            ranked.release()
+    finally:
+        found.release()
+    return dataclasses.replace(
+        ranked,
+        rows=found.rows,
+        keys=found.keys,
+        agreed=found.agreed + ranked.agreed,
+        n_bad=found.n_bad - found.ambiguous[0] + ranked.n_bad,
+        bad_events=found.bad_events - found.ambiguous[1] + ranked.bad_events,
+        bad=bad,
+        groups=found.groups,
+        reference_runs=runs,
+    )
+
+
+def ranked_screen(
+    plan: GroupedPlan,
+    reference: DataFrame,
+    candidate: DataFrame,
+    keep: Callable[[DataFrame], DataFrame] | None = None,
+) -> Screen:
+    """The screen of every group by rank (of those ``keep`` keeps: ``screening_plan``)."""
+    per_group = screening_plan(plan, reference, candidate, keep)
+    return _observed(plan, reference, candidate, per_group)
+
+
+def _observed(
+    plan: GroupedPlan,
+    reference: DataFrame,
+    candidate: DataFrame,
+    per_group: DataFrame,
+    name: str = "parity-screen",
+) -> Screen:
+    """Run a plan of one row per group (``screening_plan``'s columns) once: the totals come
+    back as the job's observed metrics (``name``: one per plan of a query), and only the
+    groups that disagree are kept (persisted)."""
     totals = [
         "sum(nr) AS nr",
         "sum(nc) AS nc",
@@ -181,21 +265,26 @@ def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Scr
         "sum(CASE WHEN ok THEN nr ELSE 0 END) AS agreed",
         "sum(CASE WHEN ok THEN 0 ELSE 1 END) AS bad",
         "sum(CASE WHEN ok THEN 0 ELSE nr + nc END) AS bad_events",
+        "count(1) AS groups",
     ]
-    if plan.layout.typed:
+    typed = "bad_type" in per_group.columns
+    if typed:
         totals.append("min(bad_type) AS bad_type")
-    observation = Observation("parity-screen")
-    per_group = screening_plan(plan, reference, candidate).observe(
-        observation, *[F.expr(t) for t in totals]
-    )
-    bad = per_group.where("NOT ok").select(_GH, _GH2).persist(StorageLevel.MEMORY_AND_DISK)
+    kept = [_GH, _GH2]
+    if "ambiguous" in per_group.columns:
+        totals.append("sum(CASE WHEN ambiguous THEN 1 ELSE 0 END) AS ambiguous")
+        totals.append("sum(CASE WHEN ambiguous THEN nr + nc ELSE 0 END) AS ambiguous_events")
+        kept.append("ambiguous")
+    observation = Observation(name)
+    observed = per_group.observe(observation, *[F.expr(t) for t in totals])
+    bad = observed.where("NOT ok").select(*kept).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         bad.count()
         row = observation.get
     except BaseException:
         bad.unpersist()
         raise
-    if plan.layout.typed and row.get("bad_type") is not None:
+    if typed and row.get("bad_type") is not None:
         bad.unpersist()
         undeclared = row["bad_type"]
         side = ("reference", "candidate")[undeclared[1]]
@@ -210,6 +299,8 @@ def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Scr
         n_bad=row.get("bad") or 0,
         bad_events=row.get("bad_events") or 0,
         bad=bad,
+        groups=row.get("groups") or 0,
+        ambiguous=(row.get("ambiguous") or 0, row.get("ambiguous_events") or 0),
     )
 
 
@@ -336,7 +427,7 @@ def run_screened(
     as a corruption of its key)."""
     screened = screen(plan, streams.reference, streams.candidate)
     if screened.n_bad:  # positions are read from here on: sort only what is not sorted
-        streams = natural_streams(streams)
+        streams = natural_streams(streams, screened.reference_runs)
     try:
         outcome = _explain_screened(streams, plan, dependence, limit, screened)
         if differences is not None:
