@@ -37,7 +37,7 @@ from pyspark.sql.types import StructType
 from matcher.spark.digests import DIGEST, GH, GH2, NAN, SALT, digest_columns, group_hashes
 from matcher.spark.equality_sql import ident
 from matcher.spark.grouped_sql import KEYED, SIDE, GroupedPlan, tagged_union
-from matcher.spark.presorted import Runs, side_runs, strictly_sorted
+from matcher.spark.presorted import Runs, side_runs
 from matcher.spark.schema import ORD
 
 _PAIR, _VALUE = "__p_pair", "__p_value"
@@ -49,20 +49,14 @@ AMBIGUOUS_LIMIT = 100_000
 def reference_runs(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Runs | None:
     """The reference's runs (``presorted.side_runs``: one narrow job over its order
     values), when its order could let agreeing groups be found by their order values:
-    an order struct of one type on both sides, no typed layout. ``applies`` says whether
-    they do."""
+    an order struct of one type on both sides, no typed layout. They do when
+    ``presorted.strictly_sorted`` holds of them."""
     if plan.layout.typed or ORD not in reference.columns or ORD not in candidate.columns:
         return None
     kind = reference.schema[ORD].dataType
     if kind != candidate.schema[ORD].dataType or not isinstance(kind, StructType):
         return None
     return side_runs(reference) if len(kind.fields) > 1 else None
-
-
-def applies(runs: Runs | None) -> bool:
-    """Whether agreeing groups can be found by their order values (see the module
-    docstring): the reference's ``runs`` show it strictly sorted."""
-    return strictly_sorted(runs)
 
 
 def agreement_plan(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> DataFrame:

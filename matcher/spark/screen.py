@@ -81,7 +81,7 @@ from matcher.spark.grouped_sql import (
     tagged_union,
 )
 from matcher.spark.per_partition import match_partitions
-from matcher.spark.presorted import Runs, natural_streams
+from matcher.spark.presorted import Runs, natural_streams, strictly_sorted
 from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import ORD, POS, Streams, column
 
@@ -198,27 +198,29 @@ def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Scr
     (``matcher.spark.by_values``, no sort), ranking only the ambiguous groups when they
     are many; or by rank (``screening_plan``)."""
     runs = by_values.reference_runs(plan, reference, candidate)
-    if not by_values.applies(runs):
-        return dataclasses.replace(ranked_screen(plan, reference, candidate), reference_runs=runs)
+    if not strictly_sorted(runs):
+        return ranked_screen(plan, reference, candidate, runs=runs)
     agreement = by_values.agreement_plan(plan, reference, candidate)
-    found = _observed(plan, reference, candidate, agreement, "parity-screen-values")
-    found = dataclasses.replace(found, reference_runs=runs)
+    found = _observed(plan, reference, candidate, agreement, runs, "parity-screen-values")
     if not found.ambiguous[0] or found.ambiguous[1] <= by_values.AMBIGUOUS_LIMIT:
         return found
     try:
         if 2 * found.ambiguous[0] > found.groups:  # most groups: rank them all
-            everything = ranked_screen(plan, reference, candidate)
-            return dataclasses.replace(everything, reference_runs=runs)
+            return ranked_screen(plan, reference, candidate, runs=runs)
         ambiguous = found.bad.where("ambiguous")
 
         def keep(events: DataFrame) -> DataFrame:
             return _in_groups(events, ambiguous, found.ambiguous[0])
 
-        ranked = ranked_screen(plan, reference, candidate, keep)
+        ranked = ranked_screen(plan, reference, candidate, keep, runs)
         try:
             certain = found.bad.where("NOT ambiguous").select(_GH, _GH2)
             bad = certain.unionByName(ranked.bad).persist(StorageLevel.MEMORY_AND_DISK)
-            bad.count()
+            try:
+                bad.count()
+            except BaseException:
+                bad.unpersist()
+                raise
         finally:
             ranked.release()
     finally:
@@ -232,7 +234,6 @@ def screen(plan: GroupedPlan, reference: DataFrame, candidate: DataFrame) -> Scr
         bad_events=found.bad_events - found.ambiguous[1] + ranked.bad_events,
         bad=bad,
         groups=found.groups,
-        reference_runs=runs,
     )
 
 
@@ -241,10 +242,12 @@ def ranked_screen(
     reference: DataFrame,
     candidate: DataFrame,
     keep: Callable[[DataFrame], DataFrame] | None = None,
+    runs: Runs | None = None,
 ) -> Screen:
-    """The screen of every group by rank (of those ``keep`` keeps: ``screening_plan``)."""
+    """The screen of every group by rank (of those ``keep`` keeps: ``screening_plan``);
+    ``runs``: the reference's, if collected, carried by the ``Screen``."""
     per_group = screening_plan(plan, reference, candidate, keep)
-    return _observed(plan, reference, candidate, per_group)
+    return _observed(plan, reference, candidate, per_group, runs)
 
 
 def _observed(
@@ -252,6 +255,7 @@ def _observed(
     reference: DataFrame,
     candidate: DataFrame,
     per_group: DataFrame,
+    runs: Runs | None = None,
     name: str = "parity-screen",
 ) -> Screen:
     """Run a plan of one row per group (``screening_plan``'s columns) once: the totals come
@@ -301,6 +305,7 @@ def _observed(
         bad=bad,
         groups=row.get("groups") or 0,
         ambiguous=(row.get("ambiguous") or 0, row.get("ambiguous_events") or 0),
+        reference_runs=runs,
     )
 
 
