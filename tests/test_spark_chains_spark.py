@@ -109,6 +109,28 @@ def test_every_row_corrupted(spark: SparkSession, chain_path: list[int]) -> None
     assert dict(got.column_mismatches) == {"x": 300}
 
 
+@pytest.mark.parametrize("agreeing", [0, 1])
+def test_the_events_are_narrowed_to_the_disagreeing_keys_only_when_some_agree(
+    spark: SparkSession, chain_path: list[int], monkeypatch: pytest.MonkeyPatch, agreeing: int
+) -> None:
+    """When every key disagrees (a column bug), the chains' job takes every event without
+    a join; when one agrees, the join leaves it out. The verdict is the core's either way."""
+    reference = [event(i % 4, i) for i in range(200)]
+    candidate = [e if e["k"] < agreeing else {**e, "x": 0.5} for e in reference]
+    joins: list[int] = []
+    real = screen_module._in_groups
+
+    def spy(hashed: DataFrame, groups: DataFrame, n_groups: int) -> DataFrame:
+        joins.append(n_groups)
+        return real(hashed, groups, n_groups)
+
+    monkeypatch.setattr(screen_module, "_in_groups", spy)
+    got, expected = on_both(spark, reference, candidate, Equality(), limit=5)
+    assert summary(got) == summary(expected)
+    assert got.counts["corruption"] == 200 - 50 * agreeing
+    assert joins == ([3] if agreeing else [])
+
+
 def test_a_long_key_resynchronises_and_merges_its_moves(
     spark: SparkSession, chain_path: list[int]
 ) -> None:

@@ -331,7 +331,7 @@ def restrict(union: DataFrame, screened: Screen) -> DataFrame:
     """The events of the groups that disagree (a semi-join on the group's hashes, by
     broadcast when they fit)."""
     hashed = union.selectExpr("*", *group_hashes())
-    return _in_groups(hashed, screened.bad, screened.n_bad).drop(_GH, _GH2)
+    return _disagreeing(hashed, screened).drop(_GH, _GH2)
 
 
 def without_agreeing_prefix(grouped: DataFrame, plan: GroupedPlan) -> tuple[DataFrame, Observation]:
@@ -387,7 +387,7 @@ def chain_events(
     columns = column_digests(plan.fields, plan.equality)
     hashed = tagged_union(plan, reference, candidate).selectExpr("*", *group_hashes())
     # the groups first: a digest is computed only for the events that are kept
-    small = _in_groups(hashed, screened.bad, screened.n_bad).selectExpr(
+    small = _disagreeing(hashed, screened).selectExpr(
         *[ident(name) for name in plan.names],
         _GH,
         _GH2,
@@ -397,6 +397,14 @@ def chain_events(
         f"{columns} AS {COLUMNS}",
     )
     return small.repartition(_GH).sortWithinPartitions(_GH, _GH2, POS, SIDE)
+
+
+def _disagreeing(hashed: DataFrame, screened: Screen) -> DataFrame:
+    """The rows of ``hashed`` (with their group's hashes) in the groups that disagree: all
+    of them, without a join, when every group does (a bug in every key, in every row)."""
+    if screened.n_bad and screened.n_bad == screened.groups:
+        return hashed
+    return _in_groups(hashed, screened.bad, screened.n_bad)
 
 
 def _in_groups(hashed: DataFrame, groups: DataFrame, n_groups: int) -> DataFrame:
