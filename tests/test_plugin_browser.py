@@ -200,8 +200,9 @@ def test_the_parity_page_in_the_airflow_ui(airflow_url: str, browser: Any, tmp_p
         frame.get_by_role("link", name="History").click()
         frame.locator(f'tr[data-run-id="{R2}"] a.run').click()
         page.wait_for_url(f"{airflow_url}/plugin/parity/parity/runs/{quote(R2, safe='')}")
-        assert frame.locator("h1").inner_text() == "taxi_distance divergent"
-        assert frame.get_by_role("link", name="Airflow DAG run").count() == 1
+        # the outer page follows the iframe's address and may load it again: wait, as a user does
+        expect(frame.locator("h1")).to_have_text("taxi_distance divergent")
+        expect(frame.get_by_role("link", name="Airflow DAG run")).to_have_count(1)
         _screenshot(page, tmp_path, "parity-run.png")
 
         # A DAG-run link opens in the Airflow UI around the page, not inside its iframe.

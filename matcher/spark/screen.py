@@ -329,7 +329,7 @@ def _literal(value: object) -> Column:
 
 def restrict(union: DataFrame, screened: Screen) -> DataFrame:
     """The events of the groups that disagree (a semi-join on the group's hashes, by
-    broadcast when they fit)."""
+    broadcast when they fit; every event, when every group disagrees)."""
     hashed = union.selectExpr("*", *group_hashes())
     return _disagreeing(hashed, screened).drop(_GH, _GH2)
 
