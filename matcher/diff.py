@@ -94,13 +94,11 @@ def align_values(a: Sequence[Hashable], b: Sequence[Hashable]) -> list[Op]:
         for j, y in enumerate(middle_b):
             positions.setdefault(y, []).append(j)
         keys_a = list(middle_a)
-        found = None
         if sum(len(positions.get(k, ())) for k in keys_a) <= MAX_MATCH_PAIRS:
             found = _hunt_szymanski(middle_a, middle_b, None, keys_a, positions)  # type: ignore[arg-type]
-        else:
-            matches += _middle(middle_a, middle_b, operator.eq, _itself, start)  # type: ignore[arg-type]
-        if found is not None:
             matches += [(i + start, j + start) for i, j in found]
+        else:  # ``_middle``'s fall-backs, as ``align`` takes them
+            matches += _middle(middle_a, middle_b, operator.eq, _itself, start)  # type: ignore[arg-type]
     matches += [(end_a + t, end_b + t) for t in range(n - end_a)]
     return _script(matches, n, m)
 

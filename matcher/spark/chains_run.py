@@ -235,16 +235,17 @@ class _Tally:
         first, second = disjoint_firsts(n, m, ref, cand, self.lengths)
         for g in _best(first, second, self.limit).tolist():
             key, sort_key = int(keys[g]), (int(first[g]), int(second[g]))
+            group = at.group(part, key)
             for mode in (0, 1):
-                self._offer(mode, sort_key, part, at, key)
+                self._offer(mode, sort_key, part, at, key, group)
         step = np.arange(int(pairs.sum())) - np.repeat(np.cumsum(pairs) - pairs, pairs)
         return np.repeat(keys, pairs), np.repeat(r0, pairs) + step, np.repeat(c0, pairs) + step
 
     def _loop(self, part: _Part, at: _Index, keys: list[int]) -> _Pairs:
         """``chains.explain_key`` of each key of ``keys``, one by one: counts, offers and
         corrupted pairs."""
-        _, _, side_array, pos_array, digest_array, _ = part.small
-        sides = side_array.tolist()
+        gh_array, gh2_array, side_array, pos_array, digest_array, _ = part.small
+        sides, gh, gh2 = side_array.tolist(), gh_array.tolist(), gh2_array.tolist()
         dr, pr = digest_array[at.ref_rows].tolist(), pos_array[at.ref_rows].tolist()
         dc, pc = digest_array[at.cand_rows].tolist(), pos_array[at.cand_rows].tolist()
         bounds, refs, cands = at.starts.tolist(), at.ref_at.tolist(), at.cand_at.tolist()
@@ -262,10 +263,11 @@ class _Tally:
                     out[0].append(g)
                     out[1].append(r0 + d.ref_rank)
                     out[2].append(c0 + d.cand_rank)
+            group = (gh[bounds[g]], gh2[bounds[g]])
             for mode in (0, 1):
                 if outcome.divs[mode]:
                     first = min(d.sort_key(mode) for d in outcome.divs[mode])
-                    self._offer(mode, first, part, at, g)
+                    self._offer(mode, first, part, at, g, group)
         key, ref, cand = (np.array(c, dtype=np.int64) for c in out)
         return key, ref, cand
 
@@ -291,9 +293,11 @@ class _Tally:
                 news = arrow_values(pa.table({name: new}), name)
                 add_pairs(column, olds, news, moments)
 
-    def _offer(self, mode: int, first: tuple[int, int], part: _Part, at: _Index, key: int) -> None:
-        """Keep the events of ``part``'s key ``key`` while one of the heaps holds it."""
-        group = at.group(part, key)
+    def _offer(
+        self, mode: int, first: tuple[int, int], part: _Part, at: _Index, key: int, group: Group
+    ) -> None:
+        """Keep the events of ``part``'s key ``key`` (its hashes: ``group``) while one of the
+        heaps holds it."""
         kept, out = self.firsts[mode].offer(first, group)
         if out is not None:
             holders, events = self.events[out]
