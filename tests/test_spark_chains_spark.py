@@ -10,6 +10,7 @@ and every witness field by field.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -110,6 +111,22 @@ def test_every_row_corrupted(spark: SparkSession, chain_path: list[int]) -> None
     assert summary(got) == summary(expected)
     assert dict(got.counts) == {"loss": 0, "duplication": 0, "reordering": 0, "corruption": 300}
     assert dict(got.column_mismatches) == {"x": 300}
+
+
+def test_the_profile_is_timed_by_a_time_column_that_is_not_compared(
+    spark: SparkSession, chain_path: list[int]
+) -> None:
+    """The corrupted pairs' profile counts them by the reference event's date, read from a
+    column the equality ignores, as the core does; only ``x`` changed."""
+    days = [dt.date(2026, 1, 1) + dt.timedelta(days=i % 40) for i in range(300)]
+    reference = [{"k": i % 3, "d": days[i], "x": float(i)} for i in range(300)]
+    candidate = [{**e, "x": e["x"] + 0.5} for e in reference]
+    equality = Equality(ignore=frozenset({"d"}))
+    frames = stream_frames(spark, "k long, d date, x double", reference, candidate)
+    got = compare_dataframes(*frames, BY_KEY, equality, limit=5)
+    expected = compare(reference, candidate, BY_KEY, equality, limit=5)
+    assert summary(got) == summary(expected)
+    assert sum(got.column_profiles["x"]["over_time"]["counts"].values()) == 300
 
 
 @pytest.mark.parametrize("agreeing", [0, 1])

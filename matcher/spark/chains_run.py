@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd  # type: ignore[import-untyped]
 import pyarrow as pa
 
 from matcher.classify import Classifier, merge_moves
@@ -55,13 +56,13 @@ from matcher.spark.chains import (
     explain_key,
     run_online,
 )
-from matcher.spark.digests import DIGEST, GH, GH2, NAN
+from matcher.spark.digests import DIGEST, GH, GH2, NAN, column_digest
 from matcher.spark.events import arrow_events, arrow_values, dumps, loads
 from matcher.spark.profile_arrays import add_number_arrays, add_pairs, plain_numbers
 from matcher.verdict import Divergence
 
 #: the columns ``chain_counter`` reads besides ``matcher.spark.digests``'
-SIDE, POS, COLUMNS = "__p_side", "__pos", "__p_cols"
+SIDE, POS = "__p_side", "__pos"
 TALLY_SCHEMA = "tag string, n long, a long, b long, gh long, gh2 long, blob binary"
 _TALLY = pa.schema(
     [
@@ -94,12 +95,14 @@ class _Part:
     rows: pa.Table
 
     @classmethod
-    def of(cls, batch: pa.RecordBatch) -> _Part:
+    def of(cls, batch: pa.RecordBatch, width: int) -> _Part:
+        """``batch``'s rows, with ``width`` column digests (``digests.column_digest``)."""
         small = tuple(batch.column(n).to_numpy(zero_copy_only=False) for n in _SMALL)
-        lists = batch.column(COLUMNS)
-        width = len(lists[0]) if len(lists) else 0
-        flat = lists.flatten().to_numpy(zero_copy_only=False)
-        return cls(small, flat.reshape(len(batch), width), pa.Table.from_batches([batch]))
+        digests = [
+            batch.column(column_digest(i)).to_numpy(zero_copy_only=False) for i in range(width)
+        ]
+        columns = np.column_stack(digests) if digests else np.empty((len(batch), 0), np.int64)
+        return cls(small, columns, pa.Table.from_batches([batch]))
 
     def __len__(self) -> int:
         return len(self.small[0])
@@ -215,7 +218,7 @@ class _Tally:
         differs = part.columns[ref_pairs] != part.columns[cand_pairs]
         differ = differs.sum(axis=0)
         self.columns = differ if self.columns is None else self.columns + differ
-        self._profile(part.rows.take(ref_pairs), part.rows.take(cand_pairs), differs)
+        self._profile(part.rows, ref_pairs, cand_pairs, differs)
 
     def _closed(self, part: _Part, at: _Index, keys: np.ndarray) -> _Pairs:
         """``chains.explain_disjoint`` of the keys ``keys`` with arrays: their counts, their
@@ -271,11 +274,20 @@ class _Tally:
         key, ref, cand = (np.array(c, dtype=np.int64) for c in out)
         return key, ref, cand
 
-    def _profile(self, reference: pa.Table, candidate: pa.Table, differs: np.ndarray) -> None:
-        """Add the corrupted pairs (row ``i`` of each table) to the profile, column ``j``
-        for the pairs where ``differs[i, j]``, as the core's ``Profile.add`` would."""
-        times = _times(reference, self.names)
-        for j in np.flatnonzero(differs.any(axis=0)).tolist():
+    def _profile(
+        self, rows: pa.Table, ref_pairs: np.ndarray, cand_pairs: np.ndarray, differs: np.ndarray
+    ) -> None:
+        """Add the corrupted pairs (rows ``ref_pairs[i]`` and ``cand_pairs[i]`` of ``rows``)
+        to the profile, column ``j`` for the pairs where ``differs[i, j]``, as the core's
+        ``Profile.add`` would. Only the columns that differ somewhere, and the times, are
+        taken."""
+        changed = np.flatnonzero(differs.any(axis=0)).tolist()
+        names = [self.compared[j] for j in changed]
+        times_of = [n for n in self.names if _is_time(rows.schema.field(n).type)]
+        reference = rows.select(list(dict.fromkeys([*names, *times_of]))).take(ref_pairs)
+        candidate = rows.select(names).take(cand_pairs)
+        times = _times(reference, times_of)
+        for j in changed:
             pairs = np.flatnonzero(differs[:, j])
             name = self.compared[j]
             column = self.profile.column(name)
@@ -347,7 +359,7 @@ def _disjoint(starts: np.ndarray, sides: np.ndarray, digests: np.ndarray) -> np.
     key = np.repeat(np.arange(keys, dtype=np.uint64), np.diff(starts))
     mixed = digests.astype(np.uint64) + key * _MIX
     ref = sides == 0
-    hit = np.isin(mixed[ref], mixed[~ref])
+    hit = pd.Series(mixed[ref]).isin(mixed[~ref]).to_numpy()  # a hash table: no sort
     disjoint = np.ones(keys, dtype=bool)
     disjoint[key[ref][hit].astype(np.int64)] = False
     return disjoint
@@ -382,15 +394,15 @@ def _best(first: np.ndarray, second: np.ndarray, limit: int) -> np.ndarray:
     return np.flatnonzero((first < f) | ((first == f) & (second <= s)))
 
 
+def _is_time(kind: pa.DataType) -> bool:
+    return bool(pa.types.is_timestamp(kind) or pa.types.is_date(kind))
+
+
 def _times(table: pa.Table, names: Sequence[str]) -> pa.ChunkedArray | list[Any] | None:
     """Each row's time as ``matcher.profile.time_of`` reads its event: the first of its
     date and timestamp columns that is not null; ``None``: no such column. One column
     without a time zone stays an Arrow array (its values are the events' as they are)."""
-    found = [
-        n
-        for n in names
-        if pa.types.is_timestamp(t := table.schema.field(n).type) or pa.types.is_date(t)
-    ]
+    found = [n for n in names if _is_time(table.schema.field(n).type)]
     if not found:
         return None
     if len(found) == 1 and getattr(table.schema.field(found[0]).type, "tz", None) is None:
@@ -418,7 +430,7 @@ def chain_counter(
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            part = _Part.of(batch)
+            part = _Part.of(batch, len(digested))
             if carry is not None:
                 part = carry.then(part)
             last = int(part.starts()[-2])  # the last key may go on in the next batch

@@ -61,15 +61,21 @@ def _hashable(expr: str, field: StructField, equality: Equality) -> str:
     return canonical
 
 
-def column_digests(fields: tuple[StructField, ...], equality: Equality) -> str:
-    """SQL for an array of one digest per compared column (``array<bigint>``): a column's
-    canonical value and whether it is null, hashed."""
+def column_digests(fields: tuple[StructField, ...], equality: Equality) -> list[str]:
+    """SQL for one digest per compared column, in their order (``column_digest(i)``): a
+    column's canonical value and whether it is null, hashed. Separate longs rather than one
+    array: Spark turns an array into Arrow element by element, a long column at once."""
     compared = compared_fields(fields, equality)
-    per_column = [
+    return [
         f"xxhash64({_hashable(ident(f.name), f, equality)}, {ident(f.name)} IS NULL)"
-        for f in compared
+        f" AS {column_digest(i)}"
+        for i, f in enumerate(compared)
     ]
-    return f"array({', '.join(per_column)})" if per_column else "CAST(array() AS array<bigint>)"
+
+
+def column_digest(index: int) -> str:
+    """The name of the digest of the ``index``-th compared column (``column_digests``)."""
+    return f"__p_c{index}"
 
 
 def group_hashes() -> list[str]:

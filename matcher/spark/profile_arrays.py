@@ -126,7 +126,8 @@ def _add_times(column: ColumnProfile, moments: pa.Array | pa.ChunkedArray) -> No
         return
     naive = pa.types.is_timestamp(moments.type)
     # integers, not Arrow's ``to_numpy`` of times, which imports pandas (seconds long)
-    ticks = moments.cast(pa.int64()).to_numpy()
+    # (a date is 32 bits of days, which Arrow casts only to its own width)
+    ticks = moments.cast(pa.int64() if naive else pa.int32()).to_numpy().astype(np.int64)
     array = ticks.view(f"datetime64[{moments.type.unit if naive else 'D'}]")
     index = 0 if naive else DAY
     while True:

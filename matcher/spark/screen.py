@@ -53,7 +53,6 @@ from matcher.dependence import Dependence
 from matcher.errors import InputError
 from matcher.spark import by_values
 from matcher.spark.chains_run import (
-    COLUMNS,
     TALLY_SCHEMA,
     chain_counter,
     explain_chosen,
@@ -385,7 +384,6 @@ def chain_events(
     """The small values of every event of the groups that disagree (``chains_run``'s
     input): group hashes, side, position, digest, NaN flag and one digest per compared
     column, partitioned by group and sorted by (group, position, side)."""
-    columns = column_digests(plan.fields, plan.equality)
     hashed = tagged_union(plan, reference, candidate).selectExpr("*", *group_hashes())
     # the groups first: a digest is computed only for the events that are kept
     small = _disagreeing(hashed, screened).selectExpr(
@@ -395,7 +393,7 @@ def chain_events(
         SIDE,
         POS,
         *digest_columns(plan.fields, plan.equality),
-        f"{columns} AS {COLUMNS}",
+        *column_digests(plan.fields, plan.equality),
     )
     return small.repartition(_GH).sortWithinPartitions(_GH, _GH2, POS, SIDE)
 
