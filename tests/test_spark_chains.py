@@ -31,10 +31,9 @@ from matcher.spark.chains import (
     DUPLICATION,
     EXACT,
     LOSS,
-    explain_disjoint,
     explain_key,
 )
-from matcher.spark.chains_run import _Part, _Tally
+from matcher.spark.chains_run import _Part, _Tally, explain_disjoint
 from matcher.verdict import Verdict
 from tests.fault_mix import with_faults
 
@@ -173,20 +172,22 @@ def test_a_key_whose_sides_share_no_digest_has_the_closed_form(
     positions: tuple[list[int], list[int]] = ([], [])
     for side, position in zip(sides, order, strict=True):
         positions[side].append(position)
-    lengths = (positions[0][-1] + 1 + rng.randrange(5) if n else rng.randrange(50), order[-1] + 2)
+    # each stream's length past its own last position only: the other's may stand beyond it
+    lengths = tuple(p[-1] + 1 + rng.randrange(5) if p else rng.randrange(50) for p in positions)
     outcome = explain_key(sides, digests, positions, lengths, fast)
-    first = (positions[0][0] if n else 0, positions[1][0] if m else 0)
-    closed = explain_disjoint(n, m, first, lengths)
+    ref, cand = (np.array([p[0] if p else 0]) for p in positions)
+    closed = explain_disjoint(np.array([n]), np.array([m]), ref, cand, lengths)
     kinds = Counter(d.kind for d in outcome.divs[EXACT])
     assert (kinds[CORRUPTION], kinds[LOSS], kinds[DUPLICATION]) == (
-        closed.corruptions,
-        closed.losses,
-        closed.duplications,
+        closed.corruptions[0],
+        closed.losses[0],
+        closed.duplications[0],
     )
     pairs = sorted((d.ref_rank, d.cand_rank) for d in outcome.divs[EXACT] if d.kind == CORRUPTION)
-    assert pairs == [(k, k) for k in range(closed.corruptions)]
+    assert pairs == [(k, k) for k in range(closed.corruptions[0])]
     for mode in (EXACT, CHEAP):
-        assert min(d.sort_key(mode) for d in outcome.divs[mode]) == closed.first
+        earliest = min(d.sort_key(mode) for d in outcome.divs[mode])
+        assert earliest == (closed.first[0], closed.second[0])
     assert outcome.matched == 0
 
 
@@ -194,7 +195,7 @@ def test_a_key_whose_sides_share_no_digest_has_the_closed_form(
 @given(seed=st.integers(0, 2**32 - 1), keys=st.integers(1, 40), limit=st.integers(0, 6))
 def test_a_part_is_explained_as_each_key_alone(seed: int, keys: int, limit: int) -> None:
     """``chains_run._Tally.add`` on one partition's rows, whose keys it explains all at
-    once when their sides share no digest (``_disjoint``, ``disjoint_firsts``, ``_best``)
+    once when their sides share no digest (``_disjoint``, ``explain_disjoint``, ``_best``)
     and one by one otherwise, against ``explain_key`` on each key alone: the counts, the
     pairs matched, the keys with a NaN, each placement's earliest keys, the counts by
     column and the profile of the corrupted pairs, taken in key order."""

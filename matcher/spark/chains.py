@@ -32,7 +32,8 @@ chain; only a witness's position), so both are computed (``Div`` keeps a positio
 per mode), and the lengths of the streams (where an event missing at the end would
 stand).
 
-A key whose two sides share no digest has a closed form (``explain_disjoint``): nothing
+A key whose two sides share no digest has a closed form
+(``matcher.spark.chains_run.explain_disjoint``, for many keys at once): nothing
 matches online or in any alignment, so no chunk settles, and the classification pairs the
 k-th events of its one gap: ``min(n, m)`` corruptions, the rest of the longer side lost or
 extra, the first corruption (or the first loss or extra event) its earliest divergence
@@ -285,34 +286,3 @@ def explain_key(
     if not online.settled:
         return KeyOutcome((divs, divs), matched, pairs)
     return KeyOutcome((merge_moves(divs, EXACT), merge_moves(divs, CHEAP)), matched, pairs)
-
-
-@dataclass(frozen=True, slots=True)
-class Disjoint:
-    """``explain_key``'s account of a key whose sides share no digest: how many of each
-    kind, and the ``sort_key`` of its earliest divergence (the same under both
-    placements). Its corruptions pair the k-th events of each side, ``k < corruptions``."""
-
-    corruptions: int
-    losses: int
-    duplications: int
-    first: tuple[int, int]
-
-
-def explain_disjoint(n: int, m: int, first: tuple[int, int], lengths: Sequence[int]) -> Disjoint:
-    """A key of ``n`` reference and ``m`` candidate events (``n + m > 0``) whose sides share
-    no digest; ``first``: each side's first position (any number for a side that holds none).
-
-    The alignment has no match, so its script is every deletion, then every insertion:
-    a lost event's ``near`` is past the candidate's end (``lengths[1]``) or, placed cheaply,
-    at the key's first candidate event; an extra event's is past the reference's end.
-    Every such position is after the first corruption's in the order of ``sort_key``."""
-    pairs = min(n, m)
-    ref, cand = first
-    if pairs:
-        key = (min(ref, cand), ref)
-    elif n:
-        key = (min(ref, lengths[1]), ref)
-    else:
-        key = (min(lengths[0], cand), lengths[0])
-    return Disjoint(pairs, n - pairs, m - pairs, key)

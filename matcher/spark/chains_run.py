@@ -9,10 +9,10 @@ arrays (in batches of ``matcher.spark.session.BATCH_ROWS`` rows), splits it into
 gives each key to ``matcher.spark.chains.explain_key`` (the core's online loop,
 resynchronisation, classification and merging of moves, on integers), except the keys
 whose two sides share no digest (``_disjoint`` finds them): their closed form
-(``explain_disjoint``) is taken for all of them at once with numpy (``disjoint_firsts``),
-as a column bug in every row makes every key such a key. The events themselves are turned
-into Python values only for the few keys kept for witnesses. A partition sends back a few
-rows, whatever the number of faults:
+(``explain_disjoint``) is taken for all of them at once with numpy, as a column bug in
+every row makes every key such a key. The events themselves are turned into Python values
+only for the few keys kept for witnesses. A partition sends back a few rows, whatever the
+number of faults:
 
 * the counts by kind, and by column for corruptions (the pairs' column digests compared
   in one vectorised step per batch), and the pairs matched;
@@ -221,21 +221,24 @@ class _Tally:
         self._profile(part.rows, ref_pairs, cand_pairs, differs)
 
     def _closed(self, part: _Part, at: _Index, keys: np.ndarray) -> _Pairs:
-        """``chains.explain_disjoint`` of the keys ``keys`` with arrays: their counts, their
+        """``explain_disjoint`` of the keys ``keys``: their counts, their
         corrupted pairs (the k-th events of each side) and the offers that may be kept."""
         r0, c0 = at.ref_at[keys], at.cand_at[keys]
         n, m = at.ref_at[keys + 1] - r0, at.cand_at[keys + 1] - c0
-        pairs = np.minimum(n, m)
-        for kind, count in ((CORRUPTION, pairs), (LOSS, n - pairs), (DUPLICATION, m - pairs)):
+        positions = part.small[3]
+        last_ref, last_cand = max(len(at.ref_rows) - 1, 0), max(len(at.cand_rows) - 1, 0)
+        # a side's first position, where it holds any (``explain_disjoint`` reads no other)
+        ref = positions[at.ref_rows[np.minimum(r0, last_ref)]] if len(at.ref_rows) else r0
+        cand = positions[at.cand_rows[np.minimum(c0, last_cand)]] if len(at.cand_rows) else c0
+        closed = explain_disjoint(n, m, ref, cand, self.lengths)
+        pairs = closed.corruptions
+        for kind, count in (
+            (CORRUPTION, pairs), (LOSS, closed.losses), (DUPLICATION, closed.duplications),
+        ):  # fmt: skip
             total = int(count.sum())
             if total:
                 self.kinds[kind] += total
-        positions = part.small[3]
-        last_ref, last_cand = max(len(at.ref_rows) - 1, 0), max(len(at.cand_rows) - 1, 0)
-        # a side's first position, where it holds any (``disjoint_firsts`` reads no other)
-        ref = positions[at.ref_rows[np.minimum(r0, last_ref)]] if len(at.ref_rows) else r0
-        cand = positions[at.cand_rows[np.minimum(c0, last_cand)]] if len(at.cand_rows) else c0
-        first, second = disjoint_firsts(n, m, ref, cand, self.lengths)
+        first, second = closed.first, closed.second
         for g in _best(first, second, self.limit).tolist():
             key, sort_key = int(keys[g]), (int(first[g]), int(second[g]))
             group = at.group(part, key)
@@ -365,20 +368,41 @@ def _disjoint(starts: np.ndarray, sides: np.ndarray, digests: np.ndarray) -> np.
     return disjoint
 
 
-def disjoint_firsts(
+@dataclass(frozen=True, slots=True)
+class Disjoint:
+    """``chains.explain_key``'s account of keys whose sides share no digest, one entry per
+    key: how many of each kind, and the ``sort_key`` of its earliest divergence (``first``,
+    ``second``: the same under both placements). A key's corruptions pair the k-th events
+    of each side, ``k < corruptions``."""
+
+    corruptions: np.ndarray
+    losses: np.ndarray
+    duplications: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+
+
+def explain_disjoint(
     n: np.ndarray, m: np.ndarray, ref: np.ndarray, cand: np.ndarray, lengths: Sequence[int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """``chains.explain_disjoint``'s ``first`` of many keys at once, as two arrays: keys of
-    ``n`` reference and ``m`` candidate events whose first positions are ``ref`` and
-    ``cand`` (any number for a side that holds none)."""
+) -> Disjoint:
+    """Keys of ``n`` reference and ``m`` candidate events (``n + m > 0``) whose sides share
+    no digest; ``ref``, ``cand``: each side's first position (any number for a side that
+    holds none).
+
+    The alignment has no match, so its script is every deletion, then every insertion:
+    a lost event's ``near`` is past the candidate's end (``lengths[1]``) or, placed cheaply,
+    at the key's first candidate event; an extra event's is past the reference's end.
+    Every such position is after the first corruption's in the order of ``sort_key``."""
     lengths_ref, lengths_cand = lengths[0], lengths[1]
-    paired, lost = np.minimum(n, m) > 0, n > 0
+    pairs = np.minimum(n, m)
+    paired, lost = pairs > 0, n > 0
     first = np.where(
         paired,
         np.minimum(ref, cand),
         np.where(lost, np.minimum(ref, lengths_cand), np.minimum(lengths_ref, cand)),
     )
-    return first, np.where(paired | lost, ref, lengths_ref)
+    second = np.where(paired | lost, ref, lengths_ref)
+    return Disjoint(pairs, n - pairs, m - pairs, first, second)
 
 
 def _best(first: np.ndarray, second: np.ndarray, limit: int) -> np.ndarray:
