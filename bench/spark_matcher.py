@@ -36,6 +36,14 @@ instead, which is what a user waits for (each pays its JVM, its imports, its ses
 ``--profile`` times the phases of Parity's faulty path in one process (screening, the
 chains' job, the core's loop for keys with a NaN, the witnesses).
 
+With ``--processes --with s n`` it also times two bounds of Parity's plan, as whole
+processes (``PLAN_BOUND_SCRIPT``): its Spark work with an explanation that costs nothing,
+up to the chains' job's input (every event of the disagreeing groups with its digests,
+shuffled by group and sorted by position, sent to a ``noop`` sink) and no further: (s)
+screening first, as the job does; (n) no screening, every group's events shuffled, as a
+plan that screens and explains in one job would. What a plan's explanation may cost
+before it loses to ``exceptAll`` is what these leave.
+
 Each contender runs once untimed (the first run of anything in a fresh JVM pays for
 compiling Spark's code paths, and Parity's differ from the others'), then ``--repeat``
 times in a row (default 2); its median time is the one compared, as a shared machine is
@@ -197,6 +205,36 @@ groups = a.unionByName(b).selectExpr("g", "side", rank).groupBy("g")
 groups.agg(F.expr("bit_xor(xxhash64(side, r))")).write.format("noop").mode("overwrite").save()
 """
 
+#: (s) and (n): Parity's plan up to the chains' job's input (see the module docstring)
+PLAN_BOUND_SCRIPT = """\
+import sys
+from pathlib import Path
+from pyspark.sql import SparkSession
+from bench.spark_matcher import EQUALITY, read_both
+from matcher.dependence import by_key
+from matcher.spark.comparison import SparkComparison
+from matcher.spark.grouped_run import grouped_plan
+from matcher.spark.presorted import natural_streams
+from matcher.spark.screen import Screen, chain_events, screen
+from matcher.spark.session import let_cached_plans_coalesce
+spark = SparkSession.builder.getOrCreate()
+let_cached_plans_coalesce(spark)  # as the match job
+mode, reference, candidate = sys.argv[1:4]
+ref, cand = read_both(spark, Path(reference), Path(candidate))
+comparison = SparkComparison(ref, cand, by_key("key"), EQUALITY)
+streams = comparison.streams()
+plan = grouped_plan(streams, comparison.route(streams).layout, EQUALITY)
+if mode == "screened":
+    found = screen(plan, streams.reference, streams.candidate)
+    streams = natural_streams(streams, found.reference_runs) if found.n_bad else streams
+else:  # as if screening had found every group disagreeing, without screening
+    found = Screen((0, 0), (0, 0), 0, n_bad=1, bad_events=0, bad=None, groups=1)
+    streams = natural_streams(streams)
+if found.n_bad:
+    events = chain_events(plan, streams.reference, streams.candidate, found)
+    events.write.format("noop").mode("overwrite").save()
+"""
+
 
 def timed(action: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
@@ -312,19 +350,23 @@ LABELS = {
     "parity": "Parity: spark-submit jobs/match.py",
     "a": "(a) exceptAll script",
     "d": "(d) order-aware floor script",
+    "s": "(s) plan, screened, no explanation",
+    "n": "(n) plan, unscreened, no explanation",
 }
 
 
 def run_processes(data: Path, paths: dict[str, Path], cases: list[str], memory: str,
-                  repeat: int) -> None:  # fmt: skip
+                  repeat: int, bounds: list[str]) -> None:  # fmt: skip
     """Whole ``spark-submit`` processes: the match job against the ``exceptAll`` script and
-    the order-aware floor's."""
+    the order-aware floor's, and the plan's ``bounds`` asked for (``s``, ``n``)."""
     root = Path(__file__).resolve().parent.parent
     bin_dir = Path(sys.executable).parent
     spec, script, floor = data / "bench_spec.yaml", data / "except_all.py", data / "floor.py"
+    bound = data / "plan_bound.py"
     spec.write_text(SPEC)
     script.write_text(EXCEPT_ALL_SCRIPT)
     floor.write_text(ORDER_FLOOR_SCRIPT)
+    bound.write_text(PLAN_BOUND_SCRIPT)
     store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYTHONPATH=str(root))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -340,7 +382,10 @@ def run_processes(data: Path, paths: dict[str, Path], cases: list[str], memory: 
                        "--candidate", candidate, "--spec", str(spec), "--db", db],
             "a": [*submit, str(script), reference, candidate],
             "d": [*submit, str(floor), reference, candidate],
+            "s": [*submit, str(bound), "screened", reference, candidate],
+            "n": [*submit, str(bound), "unscreened", reference, candidate],
         }  # fmt: skip
+        contenders = {k: v for k, v in contenders.items() if k in ("parity", "a", "d", *bounds)}
         print(f"\ncandidate: {case}, whole spark-submit processes (median of {repeat} runs)")
         seconds = {}
         for name, argv in contenders.items():
@@ -358,6 +403,8 @@ def run_processes(data: Path, paths: dict[str, Path], cases: list[str], memory: 
             print(f"  {label:<36} {seconds[name]:>7.1f} s  [{each}]  exit {done.returncode}")
         print(f"  (a) / Parity = {seconds['a'] / seconds['parity']:.2f}x, "
               f"(d) / Parity = {seconds['d'] / seconds['parity']:.2f}x")  # fmt: skip
+        for name in bounds:
+            print(f"  (a) / ({name}) = {seconds['a'] / seconds[name]:.2f}x")
     shutil.rmtree(store_dir, ignore_errors=True)
 
 
@@ -369,7 +416,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", default="8g", help="spark.driver.memory (default: Spark's)")
     parser.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
     parser.add_argument("--skip", nargs="*", default=[], help="contenders to skip: parity a d")
-    parser.add_argument("--with", dest="extra", nargs="*", default=[], help="also: b c c2")
+    parser.add_argument(
+        "--with", dest="extra", nargs="*", default=[], help="also: b c c2; with --processes: s n"
+    )
     parser.add_argument("--repeat", type=int, default=2, help="runs of each, median compared")
     parser.add_argument(
         "--processes", action="store_true", help="time whole spark-submit processes instead"
@@ -383,7 +432,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.rows:,} rows per side, {args.keys:,} keys, local[2]; files in {data}")
     if args.processes:
         spark.stop()  # its JVM's memory is the processes'
-        run_processes(data, paths, args.cases, args.memory, args.repeat)
+        bounds = [b for b in ("s", "n") if b in args.extra]
+        run_processes(data, paths, args.cases, args.memory, args.repeat, bounds)
         return 0
     store_dir = Path(tempfile.mkdtemp(prefix="parity-bench-store-"))
     db = f"sqlite:///{store_dir / 'results.db'}"
